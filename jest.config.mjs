@@ -1,0 +1,25 @@
+/**
+ * jest in ESM mode (run with `node --experimental-vm-modules`), ts-jest
+ * compiling with the same TypeScript as the build. The package name maps to
+ * the source so tests and the sample import it as users do.
+ *
+ * @type {import('jest').Config}
+ */
+export default {
+  rootDir: '.',
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
+  testMatch: ['<rootDir>/test/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
+  moduleNameMapper: {
+    '^nestjs-redlock$': '<rootDir>/lib/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
+  },
+  globalSetup: '<rootDir>/test/global-setup.ts',
+  globalTeardown: '<rootDir>/test/global-teardown.ts',
+  testTimeout: 30_000,
+  maxWorkers: 2,
+};

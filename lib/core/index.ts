@@ -1,0 +1,7 @@
+export * from './clock.js';
+export * from './lock.js';
+export * from './redlock.js';
+export * from './redlock-options.js';
+export * from './wait-strategy.js';
+export * from './watchdog.js';
+export { RedlockNode } from './redlock-node.js';

@@ -1,0 +1,124 @@
+import { LockExtendError } from '../errors/lock-extend.error.js';
+import { LockLostError } from '../errors/lock-lost.error.js';
+import type { NodeVote } from '../errors/node-vote.js';
+import type { Clock } from './clock.js';
+
+/**
+ * What `lock.release()` resolves with. It never rejects: a node that fails or
+ * times out is reported here, and its copy of the key expires with the lease.
+ *
+ * @publicApi
+ */
+export interface ReleaseResult {
+  /** True when a quorum of nodes confirmed they deleted our keys. */
+  readonly released: boolean;
+  /** True when the lock's validity had already run out before the release (it may have been taken by another holder since). */
+  readonly expired: boolean;
+  /** Each node's answer (`granted`: our keys were there and are deleted; `busy`: they were gone already). */
+  readonly nodes: readonly NodeVote[];
+}
+
+/** The operations a lock needs from the algorithm (implemented by `Redlock`). */
+export interface LockOperations {
+  readonly clock: Clock;
+  extendLock(lock: Lock, ttl: number | undefined): Promise<void>;
+  releaseLock(lock: Lock): Promise<ReleaseResult>;
+}
+
+/**
+ * A held lock. Its keys hold `value` on at least a quorum of nodes until
+ * `validUntil`, unless extended.
+ *
+ * @publicApi
+ */
+export class Lock {
+  private released?: Promise<ReleaseResult>;
+  private readonly controller = new AbortController();
+
+  /** @internal Created by `Redlock`; users get locks from `acquire`. */
+  constructor(
+    private readonly ops: LockOperations,
+    /** The resources held (sorted, without duplicates, not prefixed). */
+    readonly resources: readonly string[],
+    /** The Redis keys held (prefixed). */
+    readonly keys: readonly string[],
+    /** The random value that signs this lock on every node. */
+    readonly value: string,
+    /** The lease, in ms, of the last acquire or extend. */
+    public ttl: number,
+    /** @internal Monotonic deadline of validity (the clock's `now()` units). */
+    public deadline: number,
+  ) {}
+
+  /** Epoch ms until which the lock is valid (lease minus elapsed time and clock drift). */
+  get validUntil(): number {
+    return this.ops.clock.toEpoch(this.deadline);
+  }
+
+  /** Milliseconds of validity left; 0 once it ran out, was lost or released. */
+  remaining(): number {
+    if (this.released || this.signal.aborted) return 0;
+    return Math.max(0, this.deadline - this.ops.clock.now());
+  }
+
+  /** True while the lock is neither released, lost, nor past its validity. */
+  get isHeld(): boolean {
+    return this.remaining() > 0;
+  }
+
+  /** True once `release()` was called. */
+  get isReleased(): boolean {
+    return this.released !== undefined;
+  }
+
+  /**
+   * Aborts, with a {@link LockLostError} as its reason, when the lock is
+   * lost: a failed extension, validity run out, or `maxHold` reached. Work
+   * protected by the lock should stop before committing a write once it aborts.
+   */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /**
+   * Resets the lease to `ttl` (default: the lease it was acquired with) on
+   * every node where our value still stands. Resolves with this lock, its
+   * `validUntil` recomputed; rejects with `LockExtendError` when fewer than a
+   * quorum extended within the new validity, when the lock's validity had
+   * already run out, or when it was released. After a rejection the lock is
+   * lost (its signal aborts). An extension never re-creates an expired key.
+   */
+  async extend(ttl?: number): Promise<this> {
+    if (this.released)
+      throw new LockExtendError(this.resources, 'the lock was released');
+    if (this.signal.aborted)
+      throw new LockExtendError(
+        this.resources,
+        `the lock was already lost (${(this.signal.reason as Error).message})`,
+      );
+    if (this.ops.clock.now() >= this.deadline) {
+      const reason =
+        'its validity ran out before the extension (was the process paused?)';
+      this.markLost(reason);
+      throw new LockExtendError(this.resources, reason);
+    }
+    await this.ops.extendLock(this, ttl);
+    return this;
+  }
+
+  /**
+   * Deletes our keys on every node (compare-and-delete: never another
+   * holder's key). Never rejects; releasing twice returns the first result.
+   */
+  release(): Promise<ReleaseResult> {
+    this.released ??= this.ops.releaseLock(this);
+    return this.released;
+  }
+
+  /** @internal Marks the lock lost and aborts its signal (once). */
+  markLost(reason: string): LockLostError {
+    if (!this.signal.aborted)
+      this.controller.abort(new LockLostError(this.resources, reason));
+    return this.signal.reason as LockLostError;
+  }
+}

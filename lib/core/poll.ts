@@ -1,0 +1,87 @@
+import type { NodeOutcome, NodeVote } from '../errors/node-vote.js';
+import type { RedlockNode } from './redlock-node.js';
+
+/** One node's answer with the raw reply, for the operation to interpret. */
+export interface Ballot extends NodeVote {
+  readonly reply?: unknown;
+}
+
+/** Counts of a poll so far. */
+export interface Tally {
+  granted: number;
+  busy: number;
+  failed: number;
+  pending: number;
+}
+
+/**
+ * Sends one request to every node at once and collects the answers.
+ *
+ * Settles as soon as `decided(tally)` says the outcome is known (for example
+ * a quorum granted), or when every node answered, or after `timeoutMs`:
+ * a hung node costs at most that, never blocks the others, and nodes that did
+ * not answer in time are reported as `timeout`. One timer serves all nodes.
+ */
+export function poll(
+  nodes: readonly RedlockNode[],
+  send: (node: RedlockNode) => Promise<unknown>,
+  judge: (reply: unknown) => 'granted' | 'busy',
+  timeoutMs: number,
+  decided: (tally: Tally) => boolean,
+): Promise<Ballot[]> {
+  return new Promise((resolve) => {
+    const ballots: (Ballot | undefined)[] = new Array(nodes.length);
+    const tally: Tally = {
+      granted: 0,
+      busy: 0,
+      failed: 0,
+      pending: nodes.length,
+    };
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(
+        nodes.map(
+          (node, i) => ballots[i] ?? { node: node.name, outcome: 'timeout' },
+        ),
+      );
+    };
+    const record = (i: number, ballot: Ballot, outcome: NodeOutcome) => {
+      if (done) return;
+      ballots[i] = ballot;
+      tally.pending--;
+      if (outcome === 'granted') tally.granted++;
+      else if (outcome === 'busy') tally.busy++;
+      else tally.failed++;
+      if (tally.pending === 0 || decided(tally)) finish();
+    };
+    const timer = setTimeout(finish, timeoutMs);
+    nodes.forEach((node, i) => {
+      let request: Promise<unknown>;
+      try {
+        request = send(node);
+      } catch (error) {
+        request = Promise.reject(
+          error instanceof Error ? error : new Error(String(error)),
+        );
+      }
+      request.then(
+        (reply) => {
+          const outcome = judge(reply);
+          record(i, { node: node.name, outcome, reply }, outcome);
+        },
+        (error: unknown) => {
+          const message =
+            error instanceof Error ? error.message : String(error);
+          record(
+            i,
+            { node: node.name, outcome: 'error', error: message },
+            'error',
+          );
+        },
+      );
+    });
+  });
+}

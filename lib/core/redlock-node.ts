@@ -1,0 +1,163 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import { RedlockConfigError } from '../errors/redlock-config.error.js';
+import type { LuaScript } from './scripts/lua-script.js';
+import { show } from './timing.js';
+
+/**
+ * Options the library applies to the clients it creates (a user's own
+ * options win). `maxRetriesPerRequest: 0` fails queued commands at the first
+ * failed reconnect instead of piling them up while a node is down: a lock
+ * request that arrives late is worth nothing, and the per-node timeout has
+ * already counted it as failed.
+ */
+const OWNED_CLIENT_DEFAULTS: RedisOptions = {
+  maxRetriesPerRequest: 0,
+  lazyConnect: true,
+};
+
+/**
+ * One Redis master as the algorithm sees it: a client, a printable name
+ * (`host:port`, never credentials) and whether the library owns the client.
+ */
+export class RedlockNode {
+  constructor(
+    readonly client: Redis,
+    readonly name: string,
+    /** True when the library created the client and so must close it. */
+    readonly owned: boolean,
+  ) {}
+
+  /** Runs a script by SHA, sending its source only if the node answers NOSCRIPT. */
+  async run(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    try {
+      return await this.client.evalsha(
+        script.sha,
+        keys.length,
+        ...keys,
+        ...args,
+      );
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT'))
+        throw error;
+      return this.client.eval(script.source, keys.length, ...keys, ...args);
+    }
+  }
+
+  /** Closes the client if the library owns it; borrowed clients are left to their owner. */
+  async close(): Promise<void> {
+    if (!this.owned) return;
+    try {
+      await this.client.quit();
+    } catch {
+      this.client.disconnect();
+    }
+  }
+}
+
+/**
+ * Turns the configured clients into nodes, rejecting an empty list and the
+ * same node listed twice. Clients created here are connected at once but
+ * owned (closed by `closeNodes`).
+ */
+export function createNodes(configs: unknown): RedlockNode[] {
+  if (!Array.isArray(configs) || configs.length === 0) {
+    throw new RedlockConfigError(
+      'clients',
+      `must list at least one Redis node, got ${show(configs)}`,
+    );
+  }
+  const nodes = configs.map((config: unknown, i) => toNode(config, i));
+  const seen = new Map<string, number>();
+  const instances = new Map<Redis, number>();
+  nodes.forEach((node, i) => {
+    const identity = nodeIdentity(node.client);
+    const twice = instances.get(node.client) ?? seen.get(identity);
+    if (twice !== undefined) {
+      void closeNodes(nodes);
+      throw new RedlockConfigError(
+        `clients[${i}]`,
+        `is the same Redis node as clients[${twice}] (${node.name}); Redlock needs N independent masters`,
+      );
+    }
+    seen.set(identity, i);
+    instances.set(node.client, i);
+  });
+  for (const node of nodes) {
+    if (node.owned) node.client.connect().catch(() => undefined);
+  }
+  return nodes;
+}
+
+/** Closes the clients the library owns, in parallel. */
+export async function closeNodes(nodes: readonly RedlockNode[]): Promise<void> {
+  await Promise.all(nodes.map((node) => node.close()));
+}
+
+function toNode(config: unknown, i: number): RedlockNode {
+  if (config instanceof Redis || isRedisLike(config)) {
+    return new RedlockNode(config as Redis, nodeName(config as Redis), false);
+  }
+  let client: Redis;
+  if (typeof config === 'string') {
+    if (!/^rediss?:\/\//.test(config)) {
+      throw new RedlockConfigError(
+        `clients[${i}]`,
+        `must be a redis:// or rediss:// URL, got ${show(redact(config))}`,
+      );
+    }
+    client = new Redis(config, OWNED_CLIENT_DEFAULTS);
+  } else if (
+    typeof config === 'object' &&
+    config !== null &&
+    !Array.isArray(config)
+  ) {
+    client = new Redis({
+      ...OWNED_CLIENT_DEFAULTS,
+      ...(config as RedisOptions),
+    });
+  } else {
+    throw new RedlockConfigError(
+      `clients[${i}]`,
+      `must be an ioredis client, a redis:// URL or RedisOptions, got ${show(config)}`,
+    );
+  }
+  // ioredis prints unhandled 'error' events; a node being down is expected
+  // and already reported per request, so keep the console quiet.
+  client.on('error', () => undefined);
+  return new RedlockNode(client, nodeName(client), true);
+}
+
+/** An ioredis client from another copy of ioredis (duck-typed). */
+function isRedisLike(value: unknown): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Redis).evalsha === 'function' &&
+    typeof (value as Redis).options === 'object'
+  );
+}
+
+/** `host:port` (or the unix socket path, or the sentinel master name): never credentials. */
+export function nodeName(client: Redis): string {
+  const o = client.options;
+  if (o.connectionName) return o.connectionName;
+  if (o.sentinels?.length) return `sentinel:${o.name ?? 'mymaster'}`;
+  if (o.path) return o.path;
+  return `${o.host ?? 'localhost'}:${o.port ?? 6379}`;
+}
+
+function nodeIdentity(client: Redis): string {
+  const o = client.options;
+  const where = o.sentinels?.length
+    ? `sentinel:${o.name}:${o.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`
+    : (o.path ?? `${o.host ?? 'localhost'}:${o.port ?? 6379}`);
+  return `${where}/${o.db ?? 0}`;
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}

@@ -1,0 +1,119 @@
+import type { Redis, RedisOptions } from 'ioredis';
+import type { Clock } from './clock.js';
+import type { WaitStrategy } from './wait-strategy.js';
+
+/**
+ * One Redis master: an ioredis instance (borrowed: never closed by the
+ * library), or a URL (`redis://`, `rediss://` for TLS, with user, password
+ * and db) or `RedisOptions` from which the library creates and owns a client.
+ *
+ * @publicApi
+ */
+export type RedisNodeConfig = Redis | string | RedisOptions;
+
+/**
+ * Timing of one lock; every field can be set per module and overridden per call.
+ *
+ * @publicApi
+ */
+export interface LockTimingOptions {
+  /** Lease in ms: how long a lock lives on a node unless extended. Default 10000. Any finite value > 0. */
+  ttl?: number;
+  /** How long `acquire` keeps trying while the resource is held, in ms; 0 = one attempt. Default 5000. */
+  waitTimeout?: number;
+  /** Base delay between attempts, in ms. Default 50. */
+  retryDelay?: number;
+  /** Random extra delay added to `retryDelay`, 0 to this many ms, so competing clients desynchronise. Default 50. */
+  retryJitter?: number;
+  /**
+   * How long one request to one node may take, in ms, before that node counts
+   * as failed for this attempt. Must be below `ttl`. Default: `ttl / 10`,
+   * capped at 100 ms.
+   */
+  nodeTimeout?: number;
+}
+
+/**
+ * What to do when a lock held by `run()` or `@Locked` is lost while the work runs.
+ * - `'throw'` (default): once the work settles, the call rejects with
+ *   `LockLostError`, which carries the work's own result or error.
+ * - `'ignore'`: the work's outcome is returned as is; the loss is only logged.
+ *
+ * @publicApi
+ */
+export type OnLockLost = 'throw' | 'ignore';
+
+/**
+ * Options of `acquire()` / `tryAcquire()`.
+ *
+ * @publicApi
+ */
+export interface AcquireOptions extends LockTimingOptions {
+  /** Stops waiting when aborted; the acquire rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Options of `run()`: an acquire plus the watchdog that keeps the lock while the work runs.
+ *
+ * @publicApi
+ */
+export interface RunOptions extends AcquireOptions {
+  /** See {@link OnLockLost}. Default `'throw'`. */
+  onLockLost?: OnLockLost;
+  /**
+   * Longest time, in ms, the watchdog keeps a lock alive. When reached the
+   * lock counts as lost (its signal aborts) and is left to expire. Default: no bound.
+   */
+  maxHold?: number;
+}
+
+/**
+ * Something to log warnings to (a Nest `Logger` fits).
+ *
+ * @publicApi
+ */
+export interface RedlockLogger {
+  warn(message: string): void;
+}
+
+/**
+ * Options of the framework-free {@link Redlock} core (and of `RedlockModule`).
+ *
+ * @publicApi
+ */
+export interface RedlockOptions extends LockTimingOptions {
+  /** The N independent Redis masters (no replication between them). At least one. */
+  clients: RedisNodeConfig[];
+  /** Clock drift allowance as a fraction of the ttl, in [0, 0.5). Default 0.01 (plus 2 ms). */
+  driftFactor?: number;
+  /** Prefix of lock keys: resource `order:42` is key `lock:order:42`. Default `lock:`. */
+  keyPrefix?: string;
+  /**
+   * Prefix of everything else the library keeps in Redis (counters, channels).
+   * Must not start with `keyPrefix` nor be its prefix. Default `redlock:`.
+   */
+  metaPrefix?: string;
+  /** Votes needed; default N/2+1. Must be more than N/2 and at most N. */
+  quorum?: number;
+  /** Monotonic clock; tests inject their own. */
+  clock?: Clock;
+  /** How a waiting acquire waits between attempts. Default: jittered retry. */
+  waitStrategy?: WaitStrategy;
+  /** Where warnings go. Default: `console`. */
+  logger?: RedlockLogger;
+}
+
+/** Library defaults, in one place (README's options table mirrors this). */
+export const REDLOCK_DEFAULTS = {
+  ttl: 10_000,
+  driftFactor: 0.01,
+  waitTimeout: 5_000,
+  retryDelay: 50,
+  retryJitter: 50,
+  /** Cap of the derived default `nodeTimeout` (`ttl / 10`). */
+  maxDefaultNodeTimeout: 100,
+  keyPrefix: 'lock:',
+  metaPrefix: 'redlock:',
+  onLockLost: 'throw' as OnLockLost,
+} as const;

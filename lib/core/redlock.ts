@@ -1,0 +1,408 @@
+import { randomBytes } from 'node:crypto';
+import { LockExtendError } from '../errors/lock-extend.error.js';
+import type { LockLostError } from '../errors/lock-lost.error.js';
+import {
+  LockNotAcquiredError,
+  type LockFailureReason,
+} from '../errors/lock-not-acquired.error.js';
+import { RedlockConfigError } from '../errors/redlock-config.error.js';
+import { monotonicClock, type Clock } from './clock.js';
+import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
+import { poll, type Ballot, type Tally } from './poll.js';
+import { closeNodes, createNodes, type RedlockNode } from './redlock-node.js';
+import {
+  REDLOCK_DEFAULTS,
+  type AcquireOptions,
+  type RedlockLogger,
+  type RedlockOptions,
+  type RunOptions,
+} from './redlock-options.js';
+import { normalizeResources } from './resources.js';
+import {
+  ACQUIRE_SCRIPT,
+  EXTEND_SCRIPT,
+  RELEASE_SCRIPT,
+} from './scripts/index.js';
+import { resolveTiming, show, type ResolvedTiming } from './timing.js';
+import { JitteredRetry, type WaitStrategy } from './wait-strategy.js';
+import { Watchdog } from './watchdog.js';
+
+/** Bytes of randomness in a lock value (the Redlock page suggests 20). */
+const VALUE_BYTES = 20;
+
+/** The outcome of one acquire attempt. */
+interface Attempt {
+  lock?: Lock;
+  reason?: LockFailureReason;
+  ballots: Ballot[];
+  holderTtl?: number;
+}
+
+/**
+ * The Redlock algorithm over N independent Redis masters, free of any
+ * framework: acquire on all nodes at once, held with a quorum within the
+ * lease minus elapsed time and clock drift; release and extend by value.
+ *
+ * @publicApi
+ */
+export class Redlock implements LockOperations {
+  /** The nodes, in configuration order. */
+  readonly nodes: readonly RedlockNode[];
+  /** Votes needed to hold a lock. */
+  readonly quorum: number;
+  readonly clock: Clock;
+  readonly keyPrefix: string;
+  readonly metaPrefix: string;
+  private readonly driftFactor: number;
+  private readonly timing: ResolvedTiming;
+  private readonly waitStrategy: WaitStrategy;
+  private readonly logger: RedlockLogger;
+
+  constructor(private readonly options: RedlockOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw new RedlockConfigError(
+        'options',
+        `must be an object, got ${show(options)}`,
+      );
+    }
+    this.driftFactor = options.driftFactor ?? REDLOCK_DEFAULTS.driftFactor;
+    if (
+      typeof this.driftFactor !== 'number' ||
+      !(this.driftFactor >= 0 && this.driftFactor < 0.5)
+    ) {
+      throw new RedlockConfigError(
+        'driftFactor',
+        `must be a number in [0, 0.5), got ${show(this.driftFactor)}`,
+      );
+    }
+    this.timing = resolveTiming(options, undefined, this.driftFactor);
+    this.keyPrefix = checkPrefix(
+      'keyPrefix',
+      options.keyPrefix ?? REDLOCK_DEFAULTS.keyPrefix,
+    );
+    this.metaPrefix = checkPrefix(
+      'metaPrefix',
+      options.metaPrefix ?? REDLOCK_DEFAULTS.metaPrefix,
+    );
+    if (
+      this.metaPrefix.startsWith(this.keyPrefix) ||
+      this.keyPrefix.startsWith(this.metaPrefix)
+    ) {
+      throw new RedlockConfigError(
+        'metaPrefix',
+        `"${this.metaPrefix}" and keyPrefix "${this.keyPrefix}" must not start with one another, or a resource name could map onto the library's own keys`,
+      );
+    }
+    const count = Array.isArray(options.clients) ? options.clients.length : 0;
+    this.quorum = options.quorum ?? Math.floor(count / 2) + 1;
+    if (
+      count > 0 &&
+      (!Number.isInteger(this.quorum) ||
+        this.quorum <= count / 2 ||
+        this.quorum > count)
+    ) {
+      throw new RedlockConfigError(
+        'quorum',
+        `must be an integer above N/2 and at most N (N = ${count}: ${Math.floor(count / 2) + 1}..${count}), got ${show(options.quorum)}`,
+      );
+    }
+    this.clock = options.clock ?? monotonicClock;
+    this.waitStrategy = options.waitStrategy ?? new JitteredRetry();
+    this.logger = options.logger ?? console;
+    this.nodes = createNodes(options.clients);
+    if (count % 2 === 0) {
+      this.logger.warn(
+        `Redlock configured with an even number of nodes (${count}): it tolerates no more failures than ${count - 1} nodes would`,
+      );
+    }
+  }
+
+  /** Resolves timing for one call: the module's, overridden by the call's. */
+  resolveTiming(options?: AcquireOptions): ResolvedTiming {
+    if (options === undefined) return this.timing;
+    if (typeof options !== 'object' || options === null) {
+      throw new RedlockConfigError(
+        'options',
+        `must be an object, got ${show(options)}`,
+      );
+    }
+    if (
+      options.ttl === undefined &&
+      options.nodeTimeout === undefined &&
+      options.waitTimeout === undefined &&
+      options.retryDelay === undefined &&
+      options.retryJitter === undefined
+    ) {
+      return this.timing;
+    }
+    return resolveTiming(this.options, options, this.driftFactor, 'options.');
+  }
+
+  /** The Redis key of a resource. */
+  keyOf(resource: string): string {
+    return this.keyPrefix + resource;
+  }
+
+  /**
+   * Acquires a lock on every resource (all or nothing), waiting up to
+   * `waitTimeout` while they are held. Rejects with `LockNotAcquiredError`
+   * when the time is up, saying whether the resources were busy or the quorum
+   * unreachable; a failed acquire leaves no key behind.
+   */
+  async acquire(
+    resources: string | string[],
+    options?: AcquireOptions,
+  ): Promise<Lock> {
+    const names = normalizeResources(resources);
+    const timing = this.resolveTiming(options);
+    const keys = names.map((r) => this.keyOf(r));
+    const value = randomBytes(VALUE_BYTES).toString('base64url');
+    const giveUpAt = this.clock.now() + timing.waitTimeout;
+    for (let attempt = 1; ; attempt++) {
+      options?.signal?.throwIfAborted();
+      const result = await this.attempt(names, keys, value, timing);
+      if (result.lock) return result.lock;
+      const remaining = giveUpAt - this.clock.now();
+      if (remaining <= 0) throw this.notAcquired(names, attempt, result);
+      try {
+        await this.waitStrategy.wait({
+          keys,
+          attempt,
+          remaining,
+          holderTtl: result.holderTtl,
+          retryDelay: timing.retryDelay,
+          retryJitter: timing.retryJitter,
+          signal: options?.signal,
+        });
+      } catch (error) {
+        throw options?.signal?.aborted ? options.signal.reason : error;
+      }
+    }
+  }
+
+  /**
+   * One attempt, no waiting. Resolves `null` when the resources are held by
+   * someone else; rejects with `LockNotAcquiredError` when fewer than a quorum
+   * of nodes answered, or they answered too late (an infrastructure failure
+   * must not look like "busy").
+   */
+  async tryAcquire(
+    resources: string | string[],
+    options?: AcquireOptions,
+  ): Promise<Lock | null> {
+    const names = normalizeResources(resources);
+    const timing = this.resolveTiming(options);
+    const keys = names.map((r) => this.keyOf(r));
+    const value = randomBytes(VALUE_BYTES).toString('base64url');
+    const result = await this.attempt(names, keys, value, timing);
+    if (result.lock) return result.lock;
+    if (result.reason === 'busy') return null;
+    throw this.notAcquired(names, 1, result);
+  }
+
+  /**
+   * Acquires, runs `fn(lock)` while a {@link Watchdog} keeps the lock alive,
+   * then releases it, also when `fn` throws (its error propagates unchanged).
+   * If the lock was lost meanwhile, rejects with `LockLostError` carrying
+   * `fn`'s outcome, unless `onLockLost` is `'ignore'`.
+   */
+  async using<T>(
+    resources: string | string[],
+    fn: (lock: Lock) => T | Promise<T>,
+    options?: RunOptions,
+  ): Promise<T> {
+    const lock = await this.acquire(resources, options);
+    return this.hold(lock, fn, options);
+  }
+
+  /** Runs `fn` under an acquired lock with a watchdog, then releases it (see {@link using}). */
+  async hold<T>(
+    lock: Lock,
+    fn: (lock: Lock) => T | Promise<T>,
+    options?: RunOptions,
+  ): Promise<T> {
+    const watchdog = new Watchdog(lock, () => this.clock.now(), {
+      maxHold: options?.maxHold,
+      onLost: (error) => this.logger.warn(error.message),
+    }).start();
+    let outcome: PromiseSettledResult<T>;
+    try {
+      outcome = { status: 'fulfilled', value: await fn(lock) };
+    } catch (error) {
+      outcome = { status: 'rejected', reason: error };
+    }
+    watchdog.stop();
+    await lock.release();
+    if (
+      lock.signal.aborted &&
+      (options?.onLockLost ?? REDLOCK_DEFAULTS.onLockLost) === 'throw'
+    ) {
+      throw (lock.signal.reason as LockLostError).withOutcome(outcome);
+    }
+    if (outcome.status === 'rejected') throw outcome.reason;
+    return outcome.value;
+  }
+
+  /** Closes the clients the library created; borrowed clients are left open. */
+  async quit(): Promise<void> {
+    await closeNodes(this.nodes);
+  }
+
+  private async attempt(
+    resources: string[],
+    keys: string[],
+    value: string,
+    timing: ResolvedTiming,
+  ): Promise<Attempt> {
+    const start = this.clock.now();
+    const ttl = Math.ceil(timing.ttl);
+    const ballots = await poll(
+      this.nodes,
+      (node) => node.run(ACQUIRE_SCRIPT, keys, [value, ttl]),
+      (reply) => ((reply as [number, number])[0] === 1 ? 'granted' : 'busy'),
+      timing.nodeTimeout,
+      this.decided,
+    );
+    const granted = ballots.filter((b) => b.outcome === 'granted').length;
+    const validity = timing.ttl - (this.clock.now() - start) - timing.drift;
+    if (granted >= this.quorum && validity > 0) {
+      return {
+        ballots,
+        lock: new Lock(
+          this,
+          resources,
+          keys,
+          value,
+          timing.ttl,
+          start + timing.ttl - timing.drift,
+        ),
+      };
+    }
+    // Not held: take back every grant, including grants whose reply was lost
+    // (timeouts, errors, nodes still pending). A node that answered "busy"
+    // ran a script that wrote nothing, so it is skipped.
+    const maybeOurs = this.nodes.filter(
+      (_, i) => ballots[i].outcome !== 'busy',
+    );
+    if (maybeOurs.length)
+      await this.sendRelease(maybeOurs, keys, value, timing.nodeTimeout);
+    const answered = ballots.filter(
+      (b) => b.outcome === 'granted' || b.outcome === 'busy',
+    ).length;
+    const reason: LockFailureReason =
+      granted >= this.quorum
+        ? 'expired'
+        : answered < this.quorum
+          ? 'unreachable'
+          : 'busy';
+    const ttls = ballots
+      .filter((b) => b.outcome === 'busy')
+      .map((b) => (b.reply as [number, number])[1]);
+    return {
+      ballots,
+      reason,
+      holderTtl: ttls.length ? Math.min(...ttls) : undefined,
+    };
+  }
+
+  /** Stops a poll once a quorum granted, or enough refused that no quorum is possible. */
+  private readonly decided = (t: Tally): boolean =>
+    t.granted >= this.quorum || t.granted + t.pending < this.quorum;
+
+  /** @internal */
+  async extendLock(lock: Lock, ttl: number | undefined): Promise<void> {
+    const timing =
+      ttl === undefined
+        ? this.resolveTiming({ ttl: lock.ttl })
+        : this.resolveTiming({ ttl });
+    const start = this.clock.now();
+    const ballots = await poll(
+      this.nodes,
+      (node) =>
+        node.run(EXTEND_SCRIPT, lock.keys, [lock.value, Math.ceil(timing.ttl)]),
+      (reply) => (reply === 1 ? 'granted' : 'busy'),
+      timing.nodeTimeout,
+      this.decided,
+    );
+    const granted = ballots.filter((b) => b.outcome === 'granted').length;
+    const deadline = start + timing.ttl - timing.drift;
+    if (granted >= this.quorum && deadline > this.clock.now()) {
+      lock.ttl = timing.ttl;
+      lock.deadline = deadline;
+      return;
+    }
+    const reason =
+      granted >= this.quorum
+        ? 'the quorum answered after the new validity ran out'
+        : `only ${granted} of ${this.quorum} needed nodes still held the lock`;
+    lock.markLost(`extension failed: ${reason}`);
+    void lock.release();
+    throw new LockExtendError(lock.resources, reason, ballots);
+  }
+
+  /** @internal */
+  async releaseLock(lock: Lock): Promise<ReleaseResult> {
+    const expired = this.clock.now() >= lock.deadline;
+    // Settles once a quorum confirmed: a hung node costs nothing here, its
+    // request stays queued on its connection and its key expires anyway.
+    const ballots = await this.sendRelease(
+      this.nodes,
+      lock.keys,
+      lock.value,
+      this.timing.nodeTimeout,
+      (t) => t.granted >= this.quorum,
+    );
+    const deleted = ballots.filter((b) => b.outcome === 'granted').length;
+    return {
+      released: deleted >= this.quorum,
+      expired,
+      nodes: ballots.map(({ node, outcome, error }) => ({
+        node,
+        outcome,
+        error,
+      })),
+    };
+  }
+
+  private sendRelease(
+    nodes: readonly RedlockNode[],
+    keys: readonly string[],
+    value: string,
+    timeout: number,
+    decided: (t: Tally) => boolean = () => false,
+  ): Promise<Ballot[]> {
+    return poll(
+      nodes,
+      (node) => node.run(RELEASE_SCRIPT, keys, [value]),
+      (reply) => ((reply as number) > 0 ? 'granted' : 'busy'),
+      timeout,
+      decided,
+    );
+  }
+
+  private notAcquired(
+    resources: string[],
+    attempts: number,
+    result: Attempt,
+  ): LockNotAcquiredError {
+    const retryAfter = result.holderTtl ?? this.timing.retryDelay;
+    const nodes = result.ballots.map(({ node, outcome, error }) => ({
+      node,
+      outcome,
+      error,
+    }));
+    return new LockNotAcquiredError(
+      resources,
+      attempts,
+      result.reason ?? 'busy',
+      nodes,
+      retryAfter,
+    );
+  }
+}
+
+function checkPrefix(field: string, value: unknown): string {
+  if (typeof value !== 'string')
+    throw new RedlockConfigError(field, `must be a string, got ${show(value)}`);
+  return value;
+}

@@ -1,0 +1,110 @@
+import { RedlockConfigError } from '../errors/redlock-config.error.js';
+import { REDLOCK_DEFAULTS, type LockTimingOptions } from './redlock-options.js';
+
+/** Timing of one lock operation with every default filled in and checked. */
+export interface ResolvedTiming {
+  readonly ttl: number;
+  readonly waitTimeout: number;
+  readonly retryDelay: number;
+  readonly retryJitter: number;
+  readonly nodeTimeout: number;
+  /** The clock drift allowance subtracted from validity: ttl * driftFactor + 2 ms. */
+  readonly drift: number;
+}
+
+/**
+ * Merges per-call timing over the module's and validates the result, naming
+ * the field at fault. `prefix` names where the value came from (`options.` for
+ * per-call options).
+ */
+export function resolveTiming(
+  base: LockTimingOptions,
+  override: LockTimingOptions | undefined,
+  driftFactor: number,
+  prefix = '',
+): ResolvedTiming {
+  const pick = <K extends keyof LockTimingOptions>(key: K) =>
+    override?.[key] !== undefined ? override[key] : base[key];
+  const ttl = pick('ttl') ?? REDLOCK_DEFAULTS.ttl;
+  requirePositive(`${prefix}ttl`, ttl);
+  const waitTimeout = pick('waitTimeout') ?? REDLOCK_DEFAULTS.waitTimeout;
+  requireNonNegative(`${prefix}waitTimeout`, waitTimeout);
+  const retryDelay = pick('retryDelay') ?? REDLOCK_DEFAULTS.retryDelay;
+  requireNonNegative(`${prefix}retryDelay`, retryDelay);
+  const retryJitter = pick('retryJitter') ?? REDLOCK_DEFAULTS.retryJitter;
+  requireNonNegative(`${prefix}retryJitter`, retryJitter);
+  const explicitNodeTimeout = pick('nodeTimeout');
+  let nodeTimeout: number;
+  if (explicitNodeTimeout === undefined) {
+    nodeTimeout = Math.min(
+      REDLOCK_DEFAULTS.maxDefaultNodeTimeout,
+      Math.max(1, ttl / 10),
+    );
+  } else {
+    const fromCall = override?.nodeTimeout !== undefined;
+    requirePositive(
+      `${fromCall ? prefix : ''}nodeTimeout`,
+      explicitNodeTimeout,
+    );
+    if (explicitNodeTimeout >= ttl) {
+      // Name the option the caller can change: the one this call set.
+      const field =
+        fromCall || override?.ttl === undefined
+          ? `${fromCall ? prefix : ''}nodeTimeout`
+          : `${prefix}ttl`;
+      throw new RedlockConfigError(
+        field,
+        `nodeTimeout (${explicitNodeTimeout} ms) must be below ttl (${ttl} ms): a node timeout near the lease leaves no validity`,
+      );
+    }
+    nodeTimeout = explicitNodeTimeout;
+  }
+  return {
+    ttl,
+    waitTimeout,
+    retryDelay,
+    retryJitter,
+    nodeTimeout,
+    drift: ttl * driftFactor + 2,
+  };
+}
+
+/** Throws unless `value` is a finite number > 0. */
+export function requirePositive(
+  field: string,
+  value: unknown,
+): asserts value is number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new RedlockConfigError(
+      field,
+      `must be a finite number > 0 (ms), got ${show(value)}`,
+    );
+  }
+}
+
+/** Throws unless `value` is a finite number >= 0. */
+export function requireNonNegative(
+  field: string,
+  value: unknown,
+): asserts value is number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new RedlockConfigError(
+      field,
+      `must be a finite number >= 0 (ms), got ${show(value)}`,
+    );
+  }
+}
+
+/** A short, safe rendering of a bad value for error messages. */
+export function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (
+    typeof value === 'number' ||
+    typeof value === 'boolean' ||
+    typeof value === 'bigint'
+  )
+    return String(value);
+  if (value === null || value === undefined) return String(value);
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  return `a ${typeof value === 'object' ? (value.constructor?.name ?? 'object') : typeof value}`;
+}

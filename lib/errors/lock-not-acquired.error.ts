@@ -1,0 +1,50 @@
+import { describeVotes, type NodeVote } from './node-vote.js';
+import { RedlockError } from './redlock.error.js';
+
+/**
+ * Why an acquire failed:
+ * - `busy`: the resources are held by someone else (enough nodes answered).
+ * - `unreachable`: fewer than a quorum of nodes answered at all; this is an
+ *   infrastructure failure, not contention.
+ * - `expired`: a quorum granted the lock, but it took longer than the lease
+ *   (minus clock drift), so no validity was left; it was released again.
+ *
+ * @publicApi
+ */
+export type LockFailureReason = 'busy' | 'unreachable' | 'expired';
+
+/**
+ * The lock could not be acquired within the wait timeout. Maps to HTTP 409
+ * (with `Retry-After`) in a Nest HTTP app.
+ *
+ * @publicApi
+ */
+export class LockNotAcquiredError extends RedlockError {
+  /** HTTP status a controller answers with: 409 Conflict. */
+  readonly statusCode = 409;
+
+  constructor(
+    /** The resources asked for (not prefixed). */
+    readonly resources: readonly string[],
+    /** How many attempts were made. */
+    readonly attempts: number,
+    /** Why the last attempt failed. */
+    readonly reason: LockFailureReason,
+    /** Each node's answer in the last attempt. */
+    readonly nodes: readonly NodeVote[],
+    /** A hint, in ms, of when trying again may succeed (the holder's remaining lease when known). */
+    readonly retryAfter: number,
+  ) {
+    super(
+      `Could not acquire lock on ${resources.map((r) => `"${r}"`).join(', ')} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ` +
+        `${REASONS[reason]} [${describeVotes(nodes)}]`,
+    );
+  }
+}
+
+const REASONS: Record<LockFailureReason, string> = {
+  busy: 'held by another holder',
+  unreachable:
+    'fewer than a quorum of Redis nodes answered (infrastructure failure, not contention)',
+  expired: 'the quorum answered too late, no validity was left within the ttl',
+};

@@ -1,0 +1,8 @@
+export * from './core/index.js';
+export * from './errors/index.js';
+export * from './interfaces/index.js';
+export { LockConflictFilter } from './lock-conflict.filter.js';
+export { LockService } from './lock.service.js';
+export { LOCK_SERVICE, REDLOCK } from './redlock.constants.js';
+export { RedlockModule } from './redlock.module.js';
+export type { RedlockOptionsFactory } from './redlock.module-definition.js';

@@ -1,0 +1,1 @@
+export * from './redlock-module-options.interface.js';

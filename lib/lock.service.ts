@@ -1,0 +1,54 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Lock } from './core/lock.js';
+import { Redlock } from './core/redlock.js';
+import type { AcquireOptions, RunOptions } from './core/redlock-options.js';
+import { REDLOCK } from './redlock.constants.js';
+
+/**
+ * Distributed locks for application code: inject it where `@Locked` is not
+ * enough. Per-call options override the module's.
+ *
+ * @publicApi
+ */
+@Injectable()
+export class LockService {
+  constructor(@Inject(REDLOCK) readonly redlock: Redlock) {}
+
+  /**
+   * Acquires a lock on the resources (all or nothing), waiting up to
+   * `waitTimeout` while they are held; rejects with `LockNotAcquiredError`
+   * otherwise. Release it with `lock.release()`.
+   */
+  acquire(
+    resources: string | string[],
+    options?: AcquireOptions,
+  ): Promise<Lock> {
+    return this.redlock.acquire(resources, options);
+  }
+
+  /**
+   * One attempt, no waiting: `null` when the resources are held; rejects with
+   * `LockNotAcquiredError` (reason `unreachable` or `expired`) when the quorum
+   * could not answer, so an outage never looks like "busy".
+   */
+  tryAcquire(
+    resources: string | string[],
+    options?: AcquireOptions,
+  ): Promise<Lock | null> {
+    return this.redlock.tryAcquire(resources, options);
+  }
+
+  /**
+   * Acquires, runs `fn(lock)` with a watchdog extending the lock every third
+   * of its lease, and releases it in all cases. `fn`'s own error propagates
+   * unchanged; a lost lock rejects with `LockLostError` carrying `fn`'s
+   * outcome (unless `onLockLost: 'ignore'`).
+   */
+  run<T>(
+    resources: string | string[],
+    fn: (lock: Lock) => T | Promise<T>,
+    options?: RunOptions,
+  ): Promise<T> {
+    return this.redlock.using(resources, fn, options);
+  }
+}

@@ -1,0 +1,32 @@
+import type { Redis } from 'ioredis';
+
+/** A free TCP port on loopback, found by binding port 0. */
+export declare function freePort(): Promise<number>;
+
+/** One real `redis-server` process on 127.0.0.1, persistence off. */
+export declare class RedisServer {
+  readonly port: number;
+  private constructor(port: number);
+  /** Starts a server on a free port. */
+  static start(): Promise<RedisServer>;
+  readonly pid: number | undefined;
+  readonly url: string;
+  /** SIGKILL: a crash, nothing persisted. */
+  kill(): Promise<void>;
+  /** SIGSTOP: sockets stay open, nothing is answered. */
+  freeze(): void;
+  /** SIGCONT. */
+  thaw(): void;
+  /** Starts again on the same port, empty. */
+  restart(): Promise<void>;
+  /** Stops for good and removes its directory. */
+  stop(): Promise<void>;
+  /** A fresh client; the caller closes it. */
+  client(): Redis;
+}
+
+/** Starts `count` servers in parallel. */
+export declare function startServers(count: number): Promise<RedisServer[]>;
+
+/** Every key on a server matching `pattern`, found with SCAN. */
+export declare function scanKeys(client: Redis, pattern: string): Promise<string[]>;

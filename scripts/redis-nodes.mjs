@@ -1,0 +1,162 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+/** A free TCP port on loopback, found by binding port 0. */
+/** @returns {Promise<number>} */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// Real redis-server processes on 127.0.0.1 for the tests, the demo and the
+// bench. Plain JavaScript so jest's global setup, the demo and the bench can
+// all load it without a compile step; types are in redis-nodes.d.mts.
+
+/**
+ * One real `redis-server` process on 127.0.0.1, persistence off, that tests
+ * can stop, freeze (SIGSTOP), thaw and restart on the same port.
+ */
+export class RedisServer {
+  /** @type {import('node:child_process').ChildProcess | undefined} */
+  child;
+  dir = mkdtempSync(join(tmpdir(), 'redlock-redis-'));
+
+  /** @param {number} port */
+  constructor(port) {
+    this.port = port;
+  }
+
+  /** Starts a server on a free port. */
+  static async start() {
+    for (let tries = 0; ; tries++) {
+      const server = new RedisServer(await freePort());
+      try {
+        await server.spawn();
+        return server;
+      } catch (error) {
+        server.cleanup();
+        if (tries >= 4) throw error;
+      }
+    }
+  }
+
+  get pid() {
+    return this.child?.pid;
+  }
+
+  get url() {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** Kills the server (SIGKILL: a crash, nothing persisted). */
+  async kill() {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGCONT');
+    child.kill('SIGKILL');
+    await exited;
+    this.child = undefined;
+  }
+
+  /** Freezes the process: its sockets stay open but nothing is answered. */
+  freeze() {
+    this.child?.kill('SIGSTOP');
+  }
+
+  thaw() {
+    this.child?.kill('SIGCONT');
+  }
+
+  /** Starts the server again on the same port, empty. */
+  async restart() {
+    await this.kill();
+    await this.spawn();
+  }
+
+  /** Stops the server for good and removes its directory. */
+  async stop() {
+    await this.kill();
+    this.cleanup();
+  }
+
+  /** A fresh client (the caller closes it). */
+  client() {
+    return new Redis(this.port, '127.0.0.1', { maxRetriesPerRequest: 0, lazyConnect: false });
+  }
+
+  spawn() {
+    const child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+        '--dir', this.dir, '--enable-debug-command', 'local', '--loglevel', 'warning'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    this.child = child;
+    return new Promise((resolve, reject) => {
+      let output = '';
+      const onData = (chunk) => {
+        output += chunk.toString();
+      };
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`redis-server on ${this.port} exited (${code}): ${output.trim()}`)));
+      const deadline = Date.now() + 10_000;
+      const probe = async () => {
+        const client = new Redis(this.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        client.on('error', () => undefined);
+        try {
+          await client.connect();
+          await client.ping();
+          client.disconnect();
+          child.removeAllListeners('exit');
+          child.stdout.off('data', onData);
+          child.stderr.off('data', onData);
+          child.stdout.resume();
+          child.stderr.resume();
+          resolve();
+        } catch {
+          client.disconnect();
+          if (Date.now() > deadline) reject(new Error(`redis-server on ${this.port} did not start: ${output.trim()}`));
+          else setTimeout(() => void probe(), 20);
+        }
+      };
+      void probe();
+    });
+  }
+
+  cleanup() {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Starts `count` servers in parallel. */
+/** @param {number} count */
+export function startServers(count) {
+  return Promise.all(Array.from({ length: count }, () => RedisServer.start()));
+}
+
+/** Every key on a server matching `pattern`, found with SCAN. */
+/** @param {Redis} client @param {string} pattern */
+export async function scanKeys(client, pattern) {
+  const keys = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    keys.push(...batch);
+    cursor = next;
+  } while (cursor !== '0');
+  return keys;
+}

@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import { LockNotAcquiredError, Redlock } from 'nestjs-redlock';
+import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
+import { scanKeys } from '../../scripts/redis-nodes.mjs';
+
+describe('Redlock on five nodes: acquire, release, extend', () => {
+  const prefix = uniquePrefix('core');
+  let redlock: Redlock;
+  let other: Redlock;
+  let nodes: Redis[];
+
+  beforeAll(() => {
+    redlock = new Redlock({
+      clients: quorumUrls(),
+      keyPrefix: prefix,
+      ttl: 2000,
+    });
+    other = new Redlock({
+      clients: quorumUrls(),
+      keyPrefix: prefix,
+      ttl: 2000,
+    });
+    nodes = inspect(quorumUrls());
+  });
+  afterAll(async () => {
+    await redlock.quit();
+    await other.quit();
+    await closeAll(nodes);
+  });
+
+  it('stores a plain string key holding lock.value with a PX expiry on every node', async () => {
+    const lock = await redlock.acquire('order:42');
+    for (const node of nodes) {
+      expect(await node.get(`${prefix}order:42`)).toBe(lock.value);
+      const pttl = await node.pttl(`${prefix}order:42`);
+      expect(pttl).toBeGreaterThan(1000);
+      expect(pttl).toBeLessThanOrEqual(2000);
+    }
+    expect((await lock.release()).released).toBe(true);
+    for (const node of nodes)
+      expect(await node.exists(`${prefix}order:42`)).toBe(0);
+  });
+
+  it('uses at least 16 random bytes per lock value', async () => {
+    const a = await redlock.acquire('value:a');
+    const b = await redlock.acquire('value:b');
+    expect(Buffer.from(a.value, 'base64url').length).toBeGreaterThanOrEqual(16);
+    expect(a.value).not.toBe(b.value);
+    await Promise.all([a.release(), b.release()]);
+  });
+
+  it('computes validity as ttl - elapsed - drift', async () => {
+    const before = Date.now();
+    const lock = await redlock.acquire('validity');
+    const after = Date.now();
+    // drift = 2000 * 0.01 + 2 = 22 ms
+    expect(lock.validUntil).toBeLessThanOrEqual(after + 2000 - 22 + 1);
+    expect(lock.validUntil).toBeGreaterThanOrEqual(before + 2000 - 22 - 50);
+    expect(lock.remaining()).toBeGreaterThan(1800);
+    await lock.release();
+  });
+
+  it('refuses a held resource (tryAcquire resolves null) and frees it on release', async () => {
+    const lock = await redlock.acquire('busy');
+    expect(await other.tryAcquire('busy')).toBeNull();
+    await lock.release();
+    const next = await other.tryAcquire('busy');
+    expect(next).not.toBeNull();
+    await next!.release();
+  });
+
+  it('rejects with LockNotAcquiredError (reason busy, per-node answers) after the wait timeout', async () => {
+    const lock = await redlock.acquire('wait');
+    const error = await other
+      .acquire('wait', { waitTimeout: 150, retryDelay: 20, retryJitter: 10 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockNotAcquiredError);
+    const e = error as LockNotAcquiredError;
+    expect(e.name).toBe('LockNotAcquiredError');
+    expect(e.reason).toBe('busy');
+    expect(e.resources).toEqual(['wait']);
+    expect(e.attempts).toBeGreaterThan(1);
+    expect(
+      e.nodes.filter((n) => n.outcome === 'busy').length,
+    ).toBeGreaterThanOrEqual(3);
+    expect(e.retryAfter).toBeGreaterThan(0);
+    expect(e.message).toContain('"wait"');
+    await lock.release();
+  });
+
+  it('waits for a held resource and gets it once released', async () => {
+    const lock = await redlock.acquire('handoff');
+    setTimeout(() => void lock.release(), 100);
+    const next = await other.acquire('handoff', { waitTimeout: 2000 });
+    expect(next.isHeld).toBe(true);
+    await next.release();
+  });
+
+  it("never deletes another holder's lock on release", async () => {
+    const first = await redlock.acquire('steal', { ttl: 200 });
+    await new Promise((r) => setTimeout(r, 300)); // first's lease runs out
+    const second = await other.acquire('steal');
+    const result = await first.release();
+    expect(result.released).toBe(false);
+    expect(result.expired).toBe(true);
+    for (const node of nodes)
+      expect(await node.get(`${prefix}steal`)).toBe(second.value);
+    await second.release();
+  });
+
+  it('releasing twice is harmless and returns the first result', async () => {
+    const lock = await redlock.acquire('twice');
+    const a = await lock.release();
+    const b = await lock.release();
+    expect(b).toBe(a);
+  });
+
+  it('extends a lock past its first ttl', async () => {
+    const lock = await redlock.acquire('extend', { ttl: 300 });
+    await new Promise((r) => setTimeout(r, 200));
+    await lock.extend();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await other.tryAcquire('extend')).toBeNull(); // 400 ms > first ttl
+    expect(lock.isHeld).toBe(true);
+    await lock.extend(1000);
+    for (const node of nodes)
+      expect(await node.pttl(`${prefix}extend`)).toBeGreaterThan(800);
+    await lock.release();
+  });
+
+  it('locks several resources all or nothing', async () => {
+    const a = await redlock.acquire(['multi:1', 'multi:2']);
+    expect(await other.tryAcquire(['multi:2', 'multi:3'])).toBeNull();
+    for (const node of nodes)
+      expect(await node.exists(`${prefix}multi:3`)).toBe(0);
+    await a.release();
+    const b = await other.acquire(['multi:3', 'multi:2', 'multi:2']);
+    expect(b.resources).toEqual(['multi:2', 'multi:3']);
+    await b.release();
+  });
+
+  it('leaves no key behind after a failed acquire', async () => {
+    const held = await redlock.acquire('left:2');
+    await expect(
+      other.acquire(['left:1', 'left:2'], { waitTimeout: 0 }),
+    ).rejects.toBeInstanceOf(LockNotAcquiredError);
+    for (const node of nodes)
+      expect(await scanKeys(node, `${prefix}left:1`)).toEqual([]);
+    await held.release();
+  });
+});

@@ -1,0 +1,36 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+
+/** URL of the shared single-node server started by global-setup. */
+export function singleUrl(): string {
+  const url = process.env.REDIS_SINGLE_URL;
+  if (!url)
+    throw new Error(
+      'REDIS_SINGLE_URL is not set: run tests with `npm test` (jest global setup starts Redis)',
+    );
+  return url;
+}
+
+/** URLs of the five shared quorum servers started by global-setup. */
+export function quorumUrls(): string[] {
+  const urls = process.env.REDIS_QUORUM_URLS;
+  if (!urls)
+    throw new Error(
+      'REDIS_QUORUM_URLS is not set: run tests with `npm test` (jest global setup starts Redis)',
+    );
+  return urls.split(',');
+}
+
+/** A key prefix unique to one test, so tests sharing servers never meet. */
+export function uniquePrefix(label = 't'): string {
+  return `${label}:${randomBytes(6).toString('hex')}:`;
+}
+
+/** Plain clients for inspecting nodes from a test (close them with `closeAll`). */
+export function inspect(urls: string[]): Redis[] {
+  return urls.map((url) => new Redis(url, { maxRetriesPerRequest: 0 }));
+}
+
+export async function closeAll(clients: Redis[]): Promise<void> {
+  await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
+}
