@@ -4,13 +4,20 @@
 // with one message saying how to install it.
 import { execFileSync, spawnSync } from 'node:child_process';
 
-const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+const has = (cmd) =>
+  spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status ===
+  0;
 
 if (!has('redis-server')) {
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   if (isRoot && has('apt-get')) {
-    console.log('redis-server not found: installing the redis-server package with apt-get');
-    const quiet = { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } };
+    console.log(
+      'redis-server not found: installing the redis-server package with apt-get',
+    );
+    const quiet = {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    };
     try {
       execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server'], quiet);
     } catch {

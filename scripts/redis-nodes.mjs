@@ -13,7 +13,9 @@ export function freePort() {
     server.unref();
     server.on('error', reject);
     server.listen(0, '127.0.0.1', () => {
-      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+      const { port } = /** @type {import('node:net').AddressInfo} */ (
+        server.address()
+      );
       server.close(() => resolve(port));
     });
   });
@@ -93,14 +95,31 @@ export class RedisServer {
 
   /** A fresh client (the caller closes it). */
   client() {
-    return new Redis(this.port, '127.0.0.1', { maxRetriesPerRequest: 0, lazyConnect: false });
+    return new Redis(this.port, '127.0.0.1', {
+      maxRetriesPerRequest: 0,
+      lazyConnect: false,
+    });
   }
 
   spawn() {
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-        '--dir', this.dir, '--enable-debug-command', 'local', '--loglevel', 'warning'],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        this.dir,
+        '--enable-debug-command',
+        'local',
+        '--loglevel',
+        'warning',
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.child = child;
@@ -112,10 +131,20 @@ export class RedisServer {
       child.stdout.on('data', onData);
       child.stderr.on('data', onData);
       child.once('error', reject);
-      child.once('exit', (code) => reject(new Error(`redis-server on ${this.port} exited (${code}): ${output.trim()}`)));
+      child.once('exit', (code) =>
+        reject(
+          new Error(
+            `redis-server on ${this.port} exited (${code}): ${output.trim()}`,
+          ),
+        ),
+      );
       const deadline = Date.now() + 10_000;
       const probe = async () => {
-        const client = new Redis(this.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        const client = new Redis(this.port, '127.0.0.1', {
+          lazyConnect: true,
+          maxRetriesPerRequest: 0,
+          retryStrategy: () => null,
+        });
         client.on('error', () => undefined);
         try {
           await client.connect();
@@ -124,12 +153,21 @@ export class RedisServer {
           child.removeAllListeners('exit');
           child.stdout.off('data', onData);
           child.stderr.off('data', onData);
-          child.stdout.resume();
-          child.stderr.resume();
+          // Past start-up nothing is read from the server: close the pipes
+          // and let the child not hold a test worker open (stop() still
+          // kills it by pid, and the global guard does if jest dies).
+          child.stdout.destroy();
+          child.stderr.destroy();
+          child.unref();
           resolve();
         } catch {
           client.disconnect();
-          if (Date.now() > deadline) reject(new Error(`redis-server on ${this.port} did not start: ${output.trim()}`));
+          if (Date.now() > deadline)
+            reject(
+              new Error(
+                `redis-server on ${this.port} did not start: ${output.trim()}`,
+              ),
+            );
           else setTimeout(() => void probe(), 20);
         }
       };
@@ -154,7 +192,13 @@ export async function scanKeys(client, pattern) {
   const keys = [];
   let cursor = '0';
   do {
-    const [next, batch] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    const [next, batch] = await client.scan(
+      cursor,
+      'MATCH',
+      pattern,
+      'COUNT',
+      1000,
+    );
     keys.push(...batch);
     cursor = next;
   } while (cursor !== '0');

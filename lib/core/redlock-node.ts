@@ -50,6 +50,12 @@ export class RedlockNode {
   /** Closes the client if the library owns it; borrowed clients are left to their owner. */
   async close(): Promise<void> {
     if (!this.owned) return;
+    // Only a connected client can say QUIT; one that is connecting or
+    // reconnecting to a dead node would hold the process open waiting.
+    if (this.client.status !== 'ready') {
+      this.client.disconnect();
+      return;
+    }
     try {
       await this.client.quit();
     } catch {

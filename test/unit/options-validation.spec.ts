@@ -1,0 +1,163 @@
+import { afterAll, describe, expect, it, jest } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { Redlock, RedlockConfigError } from 'nestjs-redlock';
+
+// Clients that never connect: option and argument validation must fail
+// before any Redis call, so no server is needed here.
+const lazy = (port: number) =>
+  new Redis({ port, host: '127.0.0.1', lazyConnect: true });
+const three = [lazy(1), lazy(2), lazy(3)];
+const quiet = { warn: () => undefined };
+
+function configError(fn: () => unknown): RedlockConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(RedlockConfigError);
+    return error as RedlockConfigError;
+  }
+  throw new Error('expected a RedlockConfigError');
+}
+
+describe('module options validation', () => {
+  afterAll(() => three.forEach((c) => c.disconnect()));
+
+  it.each([
+    ['an empty client list', { clients: [] }, 'clients'],
+    ['no client list', {}, 'clients'],
+    ['a client that is not a client', { clients: [42] }, 'clients[0]'],
+    ['a URL that is not redis://', { clients: ['http://x'] }, 'clients[0]'],
+    ['ttl 0', { clients: three, ttl: 0 }, 'ttl'],
+    ['ttl < 0', { clients: three, ttl: -5 }, 'ttl'],
+    ['ttl NaN', { clients: three, ttl: NaN }, 'ttl'],
+    ['ttl Infinity', { clients: three, ttl: Infinity }, 'ttl'],
+    ['ttl not a number', { clients: three, ttl: '1000' }, 'ttl'],
+    ['driftFactor < 0', { clients: three, driftFactor: -0.1 }, 'driftFactor'],
+    ['driftFactor 0.5', { clients: three, driftFactor: 0.5 }, 'driftFactor'],
+    ['quorum of N/2', { clients: [...three, lazy(4)], quorum: 2 }, 'quorum'],
+    ['quorum too small', { clients: three, quorum: 1 }, 'quorum'],
+    ['quorum larger than N', { clients: three, quorum: 4 }, 'quorum'],
+    ['quorum not an integer', { clients: three, quorum: 2.5 }, 'quorum'],
+    ['waitTimeout < 0', { clients: three, waitTimeout: -1 }, 'waitTimeout'],
+    ['retryDelay NaN', { clients: three, retryDelay: NaN }, 'retryDelay'],
+    ['retryJitter < 0', { clients: three, retryJitter: -1 }, 'retryJitter'],
+    [
+      'nodeTimeout >= ttl',
+      { clients: three, ttl: 100, nodeTimeout: 100 },
+      'nodeTimeout',
+    ],
+    ['keyPrefix not a string', { clients: three, keyPrefix: 5 }, 'keyPrefix'],
+    [
+      'prefixes nested',
+      { clients: three, keyPrefix: 'x:', metaPrefix: 'x:meta:' },
+      'metaPrefix',
+    ],
+  ])('rejects %s, naming the field', (_label, options, field) => {
+    const error = configError(
+      () => new Redlock({ logger: quiet, ...(options as object) } as never),
+    );
+    expect(error.field).toBe(field);
+    expect(error.name).toBe('RedlockConfigError');
+    expect(error.message).toContain(field);
+  });
+
+  it('rejects the same node listed twice (same instance, or same host:port:db)', () => {
+    expect(
+      configError(
+        () =>
+          new Redlock({
+            clients: [three[0], three[1], three[0]],
+            logger: quiet,
+          }),
+      ).field,
+    ).toBe('clients[2]');
+    const error = configError(
+      () =>
+        new Redlock({
+          clients: [
+            'redis://127.0.0.1:7000',
+            'redis://127.0.0.1:7001',
+            'redis://127.0.0.1:7000/0',
+          ],
+          logger: quiet,
+        }),
+    );
+    expect(error.field).toBe('clients[2]');
+    expect(error.message).toContain('clients[0]');
+  });
+
+  it('never shows credentials in node names or errors', () => {
+    const error = configError(
+      () =>
+        new Redlock({
+          clients: [
+            'redis://user:s3cret@127.0.0.1:7000',
+            'redis://user:s3cret@127.0.0.1:7000',
+          ],
+          logger: quiet,
+        }),
+    );
+    expect(error.message).not.toContain('s3cret');
+    expect(
+      configError(() => new Redlock({ clients: ['http://user:s3cret@x'] }))
+        .message,
+    ).not.toContain('s3cret');
+  });
+
+  it('accepts short leases and derives a node timeout below them', () => {
+    const redlock = new Redlock({ clients: three, ttl: 150, logger: quiet });
+    const timing = redlock.resolveTiming();
+    expect(timing.ttl).toBe(150);
+    expect(timing.nodeTimeout).toBeLessThan(150);
+    expect(redlock.quorum).toBe(2);
+  });
+
+  it('warns about an even number of nodes', () => {
+    const warn = jest.fn();
+    new Redlock({ clients: [three[0], three[1]], logger: { warn } });
+    expect(warn).toHaveBeenCalledWith(
+      expect.stringContaining('even number of nodes (2)'),
+    );
+  });
+});
+
+describe('per-call argument validation (before any Redis call)', () => {
+  const redlock = new Redlock({ clients: three, logger: quiet });
+
+  it.each([
+    ['an empty string', '', 'resources'],
+    ['an empty list', [], 'resources'],
+    ['a non-string', 42, 'resources'],
+    ['a list with an empty string', ['a', ''], 'resources[1]'],
+    ['a list with a non-string', ['a', null], 'resources[1]'],
+  ])('acquire rejects %s as resources', async (_label, resources, field) => {
+    const error = await redlock
+      .acquire(resources as never)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RedlockConfigError);
+    expect((error as RedlockConfigError).field).toBe(field);
+  });
+
+  it.each([
+    [{ ttl: 0 }, 'options.ttl'],
+    [{ ttl: NaN }, 'options.ttl'],
+    [{ waitTimeout: -1 }, 'options.waitTimeout'],
+    [{ nodeTimeout: 20_000 }, 'options.nodeTimeout'],
+  ])('tryAcquire rejects bad options %j, naming %s', async (options, field) => {
+    const error = await redlock
+      .tryAcquire('r', options)
+      .catch((e: unknown) => e);
+    expect((error as RedlockConfigError).field).toBe(field);
+  });
+
+  it('names options.ttl when a call shortens the lease below the module nodeTimeout', () => {
+    const withTimeout = new Redlock({
+      clients: three,
+      nodeTimeout: 50,
+      logger: quiet,
+    });
+    expect(
+      configError(() => withTimeout.resolveTiming({ ttl: 40 })).field,
+    ).toBe('options.ttl');
+  });
+});
