@@ -54,7 +54,7 @@ describe('module options validation', () => {
     ],
   ])('rejects %s, naming the field', (_label, options, field) => {
     const error = configError(
-      () => new Redlock({ logger: quiet, ...(options) } as never),
+      () => new Redlock({ logger: quiet, ...options } as never),
     );
     expect(error.field).toBe(field);
     expect(error.name).toBe('RedlockConfigError');
