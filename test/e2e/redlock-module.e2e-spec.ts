@@ -160,13 +160,17 @@ describe('RedlockModule', () => {
   });
 
   it('isGlobal: false keeps LockService out of modules that do not import it', async () => {
+    // Borrowed clients that never connect: a failed bootstrap runs no
+    // shutdown hook, so clients the module created would stay open.
+    const lazy = [new Redis(singleUrl(), { lazyConnect: true })];
     const build = Test.createTestingModule({
       imports: [
-        RedlockModule.forRoot({ clients: quorumUrls(), isGlobal: false }),
+        RedlockModule.forRoot({ clients: lazy, isGlobal: false }),
         FeatureModule,
       ],
     }).compile();
     await expect(build).rejects.toThrow(/FeatureService/);
+    lazy[0].disconnect();
   });
 
   it('rejects bad options at bootstrap, naming the field', async () => {
