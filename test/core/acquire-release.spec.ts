@@ -150,3 +150,27 @@ describe('Redlock on five nodes: acquire, release, extend', () => {
     await held.release();
   });
 });
+
+describe('extend never resurrects an expired lock', () => {
+  const prefix = uniquePrefix('resurrect');
+  const redlock = new Redlock({ clients: quorumUrls(), keyPrefix: prefix });
+  const nodes = inspect(quorumUrls());
+  afterAll(async () => {
+    await redlock.quit();
+    await closeAll(nodes);
+  });
+
+  it('fails, aborts the signal and leaves the keys absent when they vanished on a quorum', async () => {
+    const lock = await redlock.acquire('gone');
+    // As if the keys had expired on three nodes while the holder was paused.
+    await Promise.all(nodes.slice(0, 3).map((n) => n.del(`${prefix}gone`)));
+    const error = await lock.extend().catch((e: unknown) => e);
+    expect((error as Error).name).toBe('LockExtendError');
+    expect(lock.signal.aborted).toBe(true);
+    expect((lock.signal.reason as Error).name).toBe('LockLostError');
+    for (const node of nodes.slice(0, 3)) expect(await node.exists(`${prefix}gone`)).toBe(0);
+    // The failed extension also took back the minority copies.
+    await new Promise((r) => setTimeout(r, 50));
+    for (const node of nodes.slice(3)) expect(await node.exists(`${prefix}gone`)).toBe(0);
+  });
+});
