@@ -11,17 +11,30 @@ const file = 'package-lock.json';
 const lock = JSON.parse(readFileSync(file, 'utf8'));
 const parent = lock.packages['node_modules/unrs-resolver'];
 let added = 0;
-for (const [name, version] of Object.entries(parent?.optionalDependencies ?? {})) {
+for (const [name, version] of Object.entries(
+  parent?.optionalDependencies ?? {},
+)) {
   const key = `node_modules/${name}`;
   if (lock.packages[key]) continue;
   const [os, cpu, abi] = name.replace('@unrs/resolver-binding-', '').split('-');
-  const entry = { version, dev: true, license: 'MIT', optional: true, os: [os], cpu: [cpu] };
+  const entry = {
+    version,
+    dev: true,
+    license: 'MIT',
+    optional: true,
+    os: [os],
+    cpu: [cpu],
+  };
   if (os === 'wasm32') Object.assign(entry, { os: undefined, cpu: ['wasm32'] });
   if (abi?.startsWith('musl')) entry.libc = ['musl'];
   else if (abi?.startsWith('gnu')) entry.libc = ['glibc'];
   lock.packages[key] = JSON.parse(JSON.stringify(entry));
   added++;
 }
-lock.packages = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))));
+lock.packages = Object.fromEntries(
+  Object.entries(lock.packages).sort(([a], [b]) =>
+    a === '' ? -1 : b === '' ? 1 : a.localeCompare(b),
+  ),
+);
 writeFileSync(file, JSON.stringify(lock, null, 2) + '\n');
 console.log(`complete-lockfile: added ${added} optional platform entries`);

@@ -65,6 +65,10 @@ export class RedisServer {
   async kill() {
     const child = this.child;
     if (!child || child.exitCode !== null) return;
+    // The child was unref'd after start-up; without a ref nothing keeps the
+    // event loop alive while we wait, and Node would quietly exit with 0
+    // in the middle of jest's global teardown.
+    child.ref();
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGCONT');
     child.kill('SIGKILL');

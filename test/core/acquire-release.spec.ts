@@ -4,6 +4,12 @@ import { LockNotAcquiredError, Redlock } from 'nestjs-redlock';
 import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
 import { scanKeys } from '../../scripts/redis-nodes.mjs';
 
+/**
+ * Operations settle once a quorum answered; the remaining nodes follow a
+ * moment later. Tests that inspect every node wait for them.
+ */
+const settle = () => new Promise((r) => setTimeout(r, 50));
+
 describe('Redlock on five nodes: acquire, release, extend', () => {
   const prefix = uniquePrefix('core');
   let redlock: Redlock;
@@ -31,6 +37,7 @@ describe('Redlock on five nodes: acquire, release, extend', () => {
 
   it('stores a plain string key holding lock.value with a PX expiry on every node', async () => {
     const lock = await redlock.acquire('order:42');
+    await settle();
     for (const node of nodes) {
       expect(await node.get(`${prefix}order:42`)).toBe(lock.value);
       const pttl = await node.pttl(`${prefix}order:42`);
@@ -104,6 +111,7 @@ describe('Redlock on five nodes: acquire, release, extend', () => {
     const result = await first.release();
     expect(result.released).toBe(false);
     expect(result.expired).toBe(true);
+    await settle();
     for (const node of nodes)
       expect(await node.get(`${prefix}steal`)).toBe(second.value);
     await second.release();
@@ -124,6 +132,7 @@ describe('Redlock on five nodes: acquire, release, extend', () => {
     expect(await other.tryAcquire('extend')).toBeNull(); // 400 ms > first ttl
     expect(lock.isHeld).toBe(true);
     await lock.extend(1000);
+    await settle();
     for (const node of nodes)
       expect(await node.pttl(`${prefix}extend`)).toBeGreaterThan(800);
     await lock.release();
@@ -168,9 +177,11 @@ describe('extend never resurrects an expired lock', () => {
     expect((error as Error).name).toBe('LockExtendError');
     expect(lock.signal.aborted).toBe(true);
     expect((lock.signal.reason as Error).name).toBe('LockLostError');
-    for (const node of nodes.slice(0, 3)) expect(await node.exists(`${prefix}gone`)).toBe(0);
+    for (const node of nodes.slice(0, 3))
+      expect(await node.exists(`${prefix}gone`)).toBe(0);
     // The failed extension also took back the minority copies.
     await new Promise((r) => setTimeout(r, 50));
-    for (const node of nodes.slice(3)) expect(await node.exists(`${prefix}gone`)).toBe(0);
+    for (const node of nodes.slice(3))
+      expect(await node.exists(`${prefix}gone`)).toBe(0);
   });
 });
