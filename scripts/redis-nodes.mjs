@@ -64,7 +64,7 @@ export class RedisServer {
   /** Kills the server (SIGKILL: a crash, nothing persisted). */
   async kill() {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
     // The child was unref'd after start-up; without a ref nothing keeps the
     // event loop alive while we wait, and Node would quietly exit with 0
     // in the middle of jest's global teardown.
