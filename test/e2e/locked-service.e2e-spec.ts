@@ -162,6 +162,23 @@ describe('@Locked on a service method (five real Redis nodes)', () => {
     expect(results.filter((r) => r === undefined)).toHaveLength(2);
   });
 
+  it("rejects with LockNotAcquiredError after waitTimeout when another process holds it (onNotAcquired: 'throw')", async () => {
+    const held = await t.other.acquire('nest:held');
+    try {
+      const calls = tracker.count('inner');
+      const error = await svc.inner('held', 'x').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockNotAcquiredError);
+      expect((error as LockNotAcquiredError).resources).toEqual([
+        'extra:x',
+        'nest:held',
+      ]);
+      expect(tracker.count('inner')).toBe(calls);
+      expect(await keysLeft('extra:x')).toBe(0); // all or nothing
+    } finally {
+      await held.release();
+    }
+  });
+
   it('throws a clear error for a detached call or an instance made with new, and never runs unlocked', async () => {
     const calls = tracker.count('slow');
     const detached = svc.slow;

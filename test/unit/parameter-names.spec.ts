@@ -60,7 +60,8 @@ describe('parameterNames', () => {
     ).toEqual(['a', 'b']);
     expect(parameterNames((x: number) => x)?.names).toEqual(['x']);
     expect(
-      parameterNames(async (x: number, y: number) => x + y)?.names,
+      parameterNames(async (x: number, y: number) => Promise.resolve(x + y))
+        ?.names,
     ).toEqual(['x', 'y']);
   });
 
