@@ -214,7 +214,7 @@ const deadline = setTimeout(() => {
   void cleanup().finally(() => process.exit(1));
 }, DEADLINE_MS);
 
-main()
+void main()
   .catch((error: unknown) => {
     console.error(
       '\nThe demo failed:',
