@@ -18,6 +18,7 @@ const DEADLINE_MS = 90_000;
 
 let redis: DemoRedis | undefined;
 let app: AppProcess | undefined;
+let interrupted = false;
 const prefix = `demo:${randomBytes(4).toString('hex')}:`;
 
 async function main(): Promise<number> {
@@ -25,6 +26,7 @@ async function main(): Promise<number> {
   console.log('nestjs-redlock demo: a flash sale that must not oversell\n');
   redis = await demoRedis(ROOT);
   console.log(`Redis:  ${redis.label}`);
+  await checkReachable(redis.urls);
   app = await startApp(`${ROOT}sample/dist/src/main.js`, {
     REDIS_URLS: redis.urls.join(','),
     KEY_PREFIX: prefix,
@@ -38,6 +40,7 @@ async function main(): Promise<number> {
   const runs: RunReport[] = [];
   for (const locking of ['off', 'on'] as const)
     runs.push(await run(app.baseUrl, locking));
+  if (interrupted) return 130;
 
   console.log(`\n${table(runs)}\n`);
   const [, locked] = runs;
@@ -113,6 +116,7 @@ function progress(title: string, total: number): (done: number) => void {
   const tty = process.stdout.isTTY;
   let shown = 0;
   return (done) => {
+    if (interrupted) return;
     const step = Math.floor((done / total) * 20);
     if (tty) {
       if (step === shown && done !== total) return;
@@ -173,12 +177,37 @@ async function cleanup(): Promise<void> {
   redis = undefined;
 }
 
+/** Fails fast, naming the node, instead of letting every request time out. */
+async function checkReachable(urls: string[]): Promise<void> {
+  for (const url of urls) {
+    const client = new Redis(url, {
+      lazyConnect: true,
+      connectTimeout: 2_000,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    let cause: unknown;
+    client.on('error', (error) => (cause = error));
+    try {
+      await client.connect();
+      await client.ping();
+    } catch (error) {
+      const reason = (cause ?? error) as Error;
+      throw new Error(`cannot reach Redis at ${url}: ${reason.message}`);
+    } finally {
+      client.disconnect();
+    }
+  }
+}
+
 async function removeKeys(urls: string[]): Promise<void> {
   for (const url of urls) {
     const client = new Redis(url, {
       maxRetriesPerRequest: 1,
       lazyConnect: true,
+      retryStrategy: () => null,
     });
+    client.on('error', () => undefined);
     try {
       await client.connect();
       let cursor = '0';
@@ -203,6 +232,7 @@ async function removeKeys(urls: string[]): Promise<void> {
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
   process.once(signal, () => {
+    interrupted = true;
     console.log(`\n${signal}: stopping the app and Redis...`);
     void cleanup().finally(() => process.exit(130));
   });
