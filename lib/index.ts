@@ -1,7 +1,9 @@
 export * from './core/index.js';
+export * from './decorators/index.js';
 export * from './errors/index.js';
 export * from './interfaces/index.js';
 export { LockConflictFilter } from './lock-conflict.filter.js';
+export { LockInterceptor } from './lock.interceptor.js';
 export { LockService } from './lock.service.js';
 export { LOCK_SERVICE, REDLOCK } from './redlock.constants.js';
 export { RedlockModule } from './redlock.module.js';

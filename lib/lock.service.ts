@@ -3,6 +3,8 @@ import type { Lock } from './core/lock.js';
 import { Redlock } from './core/redlock.js';
 import type { AcquireOptions, RunOptions } from './core/redlock-options.js';
 import { REDLOCK } from './redlock.constants.js';
+import { currentLock } from './utils/async-context.js';
+import { runLocked } from './utils/run-locked.js';
 
 /**
  * Distributed locks for application code: inject it where `@Locked` is not
@@ -43,12 +45,33 @@ export class LockService {
    * of its lease, and releases it in all cases. `fn`'s own error propagates
    * unchanged; a lost lock rejects with `LockLostError` carrying `fn`'s
    * outcome (unless `onLockLost: 'ignore'`).
+   *
+   * Reentrant by async context: resources that an enclosing `run()` or
+   * `@Locked` call of the same call chain holds are joined, not acquired
+   * again (that call releases them, after the nested calls finished); the
+   * others are acquired as usual. Other call chains wait as always.
    */
   run<T>(
     resources: string | string[],
     fn: (lock: Lock) => T | Promise<T>,
     options?: RunOptions,
   ): Promise<T> {
-    return this.redlock.using(resources, fn, options);
+    return runLocked(this.redlock, resources, fn, options) as Promise<T>;
+  }
+
+  /**
+   * The lock of the innermost `run()` / `@Locked` call around the caller
+   * (through AsyncLocalStorage), or `undefined` outside one. Check
+   * `current()?.signal.aborted` (or pass the signal on) before committing a
+   * write. A nested call that only joined held resources sees the lock it
+   * joined.
+   */
+  current(): Lock | undefined {
+    return currentLock(this.redlock);
+  }
+
+  /** Like {@link LockService.current}, without an instance: the innermost lock of any app. */
+  static current(): Lock | undefined {
+    return currentLock();
   }
 }

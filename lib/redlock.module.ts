@@ -4,11 +4,12 @@ import {
   Module,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
 import { Redlock } from './core/redlock.js';
 import type { RedlockModuleOptions } from './interfaces/redlock-module-options.interface.js';
 import { LockConflictFilter } from './lock-conflict.filter.js';
 import { LockService } from './lock.service.js';
+import { LockedExplorer } from './locked.explorer.js';
 import {
   LOCK_SERVICE,
   REDLOCK,
@@ -34,6 +35,7 @@ import {
  * @publicApi
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: [
     {
       provide: REDLOCK,
@@ -45,6 +47,7 @@ import {
     LockService,
     { provide: LOCK_SERVICE, useExisting: LockService },
     { provide: APP_FILTER, useClass: LockConflictFilter },
+    LockedExplorer,
   ],
   exports: [LockService, LOCK_SERVICE, Redlock, REDLOCK],
 })

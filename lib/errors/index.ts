@@ -4,3 +4,5 @@ export * from './node-vote.js';
 export * from './lock-not-acquired.error.js';
 export * from './lock-extend.error.js';
 export * from './lock-lost.error.js';
+export * from './lock-key.error.js';
+export * from './lock-service-unavailable.error.js';

@@ -1,1 +1,2 @@
 export * from './redlock-module-options.interface.js';
+export * from './locked-options.interface.js';

@@ -1,0 +1,50 @@
+import type { OnLockLost } from '../core/redlock-options.js';
+
+/**
+ * What a `@Locked` method locks:
+ * - a template: `'order:<id>'`, `'sku:<dto.sku>'`, `'user:<0>'`,
+ *   `'sku:<dto.items.*.sku>'` (one resource per element);
+ * - a list of templates: `['order:<id>', 'customer:<dto.customerId>']`;
+ * - a function of the call's arguments (called with the instance as `this`)
+ *   returning one resource or a list.
+ *
+ * @publicApi
+ */
+export type LockKey =
+  string | readonly string[] | ((...args: any[]) => string | readonly string[]);
+
+/**
+ * What a `@Locked` method does when its lock cannot be acquired within
+ * `waitTimeout`:
+ * - `'throw'` (default): the call rejects with `LockNotAcquiredError`
+ *   (HTTP 409 in a controller).
+ * - `'skip'`: the call resolves `undefined` without running the method (the
+ *   "only one replica runs this @Cron job" case; set `waitTimeout: 0`).
+ *
+ * @publicApi
+ */
+export type OnNotAcquired = 'throw' | 'skip';
+
+/**
+ * Options of `@Locked` and `@LockKey`; each overrides the module's.
+ *
+ * @publicApi
+ */
+export interface LockedOptions {
+  /** Lease in ms, extended every third of it while the method runs. */
+  ttl?: number;
+  /** How long to wait for a held lock, in ms; 0 = one attempt. */
+  waitTimeout?: number;
+  /** Base delay between attempts, in ms. */
+  retryDelay?: number;
+  /** Random extra delay, 0 to this many ms, added to `retryDelay`. */
+  retryJitter?: number;
+  /** How long one request to one node may take, in ms (below `ttl`). */
+  nodeTimeout?: number;
+  /** See `OnLockLost`. Default `'throw'`. */
+  onLockLost?: OnLockLost;
+  /** Longest time in ms the watchdog keeps the lock alive; then it counts as lost. */
+  maxHold?: number;
+  /** See {@link OnNotAcquired}. Default `'throw'`. */
+  onNotAcquired?: OnNotAcquired;
+}

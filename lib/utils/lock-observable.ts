@@ -1,0 +1,50 @@
+import { Observable, type Subscription } from 'rxjs';
+import type { Redlock } from '../core/redlock.js';
+import type { RunOptions } from '../core/redlock-options.js';
+import { runLocked } from './run-locked.js';
+
+/**
+ * An Observable that, per subscription, takes the lock (`resources()` is
+ * evaluated then, so a `LockKeyError` arrives as an error notification),
+ * subscribes to `source()` under it, and keeps it (watchdog running) until
+ * the source completes, errors, or the subscriber unsubscribes. The lock is
+ * released before completion or error is passed on. With `skip` and the lock
+ * not acquired, it completes without subscribing to the source.
+ */
+export function lockObservable<T>(
+  redlock: Redlock,
+  resources: () => string[],
+  source: () => Observable<T>,
+  options?: RunOptions,
+  skip = false,
+): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    let inner: Subscription | undefined;
+    let finish: (() => void) | undefined;
+    const work = () =>
+      new Promise<T | undefined>((resolve, reject) => {
+        let last: T | undefined;
+        finish = () => resolve(last);
+        if (subscriber.closed) return resolve(undefined);
+        inner = source().subscribe({
+          next: (value) => {
+            last = value;
+            subscriber.next(value);
+          },
+          error: reject,
+          complete: () => resolve(last),
+        });
+      });
+    new Promise<string[]>((resolve) => resolve(resources()))
+      .then((names) => runLocked(redlock, names, work, options, skip))
+      .then(
+        // A skipped call (SKIPPED) completes without a value, like an empty source.
+        () => subscriber.complete(),
+        (error: unknown) => subscriber.error(error),
+      );
+    return () => {
+      inner?.unsubscribe();
+      finish?.();
+    };
+  });
+}

@@ -1,0 +1,65 @@
+import type { RunOptions } from '../core/redlock-options.js';
+import { show } from '../core/timing.js';
+import type { LockedOptions } from '../interfaces/locked-options.interface.js';
+
+const POSITIVE = ['ttl', 'nodeTimeout', 'maxHold'] as const;
+const NON_NEGATIVE = ['waitTimeout', 'retryDelay', 'retryJitter'] as const;
+const CHOICES = {
+  onLockLost: ['throw', 'ignore'],
+  onNotAcquired: ['throw', 'skip'],
+} as const;
+const KNOWN = new Set<string>([
+  ...POSITIVE,
+  ...NON_NEGATIVE,
+  ...Object.keys(CHOICES),
+]);
+
+/** Problems with per-decorator options, each naming the field (`options.ttl …`). */
+export function checkLockedOptions(options: unknown): string[] {
+  if (options === undefined) return [];
+  if (typeof options !== 'object' || options === null || Array.isArray(options))
+    return [`options must be an object, got ${show(options)}`];
+  const o = options as Record<string, unknown>;
+  const problems: string[] = [];
+  for (const field of Object.keys(o))
+    if (!KNOWN.has(field))
+      problems.push(
+        `options.${field} is not an option (known: ${[...KNOWN].join(', ')})`,
+      );
+  for (const field of POSITIVE) {
+    const v = o[field];
+    if (
+      v !== undefined &&
+      !(typeof v === 'number' && Number.isFinite(v) && v > 0)
+    )
+      problems.push(
+        `options.${field} must be a finite number > 0 (ms), got ${show(v)}`,
+      );
+  }
+  for (const field of NON_NEGATIVE) {
+    const v = o[field];
+    if (
+      v !== undefined &&
+      !(typeof v === 'number' && Number.isFinite(v) && v >= 0)
+    )
+      problems.push(
+        `options.${field} must be a finite number >= 0 (ms), got ${show(v)}`,
+      );
+  }
+  for (const [field, allowed] of Object.entries(CHOICES)) {
+    const v = o[field];
+    if (v !== undefined && !(allowed as readonly unknown[]).includes(v))
+      problems.push(
+        `options.${field} must be ${allowed.map((a) => `'${a}'`).join(' or ')}, got ${show(v)}`,
+      );
+  }
+  return problems;
+}
+
+/** The options the core's `run` understands (everything but `onNotAcquired`). */
+export function toRunOptions({
+  onNotAcquired: _,
+  ...rest
+}: LockedOptions): RunOptions {
+  return rest;
+}

@@ -1,0 +1,105 @@
+import type { Lock } from '../core/lock.js';
+import type { Redlock } from '../core/redlock.js';
+import type { RunOptions } from '../core/redlock-options.js';
+import { normalizeResources } from '../core/resources.js';
+import type { LockLostError } from '../errors/lock-lost.error.js';
+import { isRedlockError } from '../errors/redlock.error.js';
+import { heldBy, lockContext, type LockFrame } from './async-context.js';
+
+/** What `runLocked` resolves with when `skip` is set and the lock was not acquired. */
+export const SKIPPED: unique symbol = Symbol('nestjs-redlock:skipped');
+
+/**
+ * Runs `fn` holding every resource, reentrant by async context: resources
+ * an enclosing call of the same chain holds are joined (counted; that call
+ * releases them, after its joined calls finished), the others acquired and
+ * held by the core's watchdog (`Redlock.hold`). With `skip`, a lock that
+ * cannot be acquired resolves `SKIPPED` without running `fn`; an error from
+ * `fn` itself always propagates unchanged.
+ */
+export async function runLocked<T>(
+  redlock: Redlock,
+  resources: string | string[],
+  fn: (lock: Lock) => T | Promise<T>,
+  options?: RunOptions,
+  skip = false,
+): Promise<T | typeof SKIPPED> {
+  const names = normalizeResources(resources);
+  const held = heldBy(redlock, names);
+  const joined = [...new Set(held.values())];
+  const ignoreLoss = options?.onLockLost === 'ignore';
+  const lostBefore = joined.find((f) => f.lock.signal.aborted);
+  if (lostBefore && !ignoreLoss) throw lostBefore.lock.signal.reason;
+  const rest = names.filter((r) => !held.has(r));
+  let lock: Lock | undefined;
+  if (rest.length > 0) {
+    try {
+      lock = await redlock.acquire(rest, options);
+    } catch (error) {
+      if (skip && isRedlockError(error, 'LockNotAcquiredError')) return SKIPPED;
+      throw error;
+    }
+  }
+  for (const f of joined) f.joined++;
+  let outcome: PromiseSettledResult<T>;
+  try {
+    const value = lock
+      ? await redlock.hold(
+          lock,
+          (l) => runInFrame(redlock, l, rest, fn),
+          options,
+        )
+      : await runInFrame(redlock, innermost(joined).lock, [], fn);
+    outcome = { status: 'fulfilled', value };
+  } catch (error) {
+    outcome = { status: 'rejected', reason: error };
+  } finally {
+    for (const f of joined) if (--f.joined === 0) f.drained?.();
+  }
+  const lostJoined = joined.find((f) => f.lock.signal.aborted);
+  if (lostJoined && !ignoreLoss && !isLockLost(outcome))
+    throw (lostJoined.lock.signal.reason as LockLostError).withOutcome(outcome);
+  if (outcome.status === 'rejected') throw outcome.reason;
+  return outcome.value;
+}
+
+/** Runs `fn` in a new frame; once it settled, waits for joined calls, then closes the frame. */
+function runInFrame<T>(
+  owner: object,
+  lock: Lock,
+  resources: string[],
+  fn: (lock: Lock) => T | Promise<T>,
+): Promise<T> {
+  const frame: LockFrame = {
+    owner,
+    lock,
+    resources: new Set(resources),
+    parent: lockContext.getStore(),
+    joined: 0,
+    closed: false,
+  };
+  return lockContext.run(frame, async () => {
+    try {
+      return await fn(lock);
+    } finally {
+      // Un-awaited nested calls still rely on this lock: release after them.
+      if (frame.joined > 0)
+        await new Promise<void>((resolve) => (frame.drained = resolve));
+      frame.closed = true;
+    }
+  });
+}
+
+/** The frame nearest to the current call (frames found later are outer). */
+function innermost(frames: LockFrame[]): LockFrame {
+  for (let f = lockContext.getStore(); f; f = f.parent)
+    if (frames.includes(f)) return f;
+  return frames[0];
+}
+
+function isLockLost(outcome: PromiseSettledResult<unknown>): boolean {
+  return (
+    outcome.status === 'rejected' &&
+    (outcome.reason as Error | undefined)?.name === 'LockLostError'
+  );
+}
