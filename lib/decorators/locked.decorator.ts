@@ -4,7 +4,7 @@ import { RedlockConfigError } from '../errors/redlock-config.error.js';
 import { LockServiceUnavailableError } from '../errors/lock-service-unavailable.error.js';
 import type {
   LockedOptions,
-  LockKey,
+  LockedKey,
 } from '../interfaces/locked-options.interface.js';
 import {
   argumentLookup,
@@ -62,7 +62,7 @@ type LockableMethod = (...args: any[]) => Promise<any> | Observable<any>;
  *
  * @publicApi
  */
-export function Locked(key: LockKey, options: LockedOptions = {}) {
+export function Locked(key: LockedKey, options: LockedOptions = {}) {
   return <T extends LockableMethod>(
     target: object,
     propertyKey: string | symbol,
@@ -105,7 +105,7 @@ export function Locked(key: LockKey, options: LockedOptions = {}) {
 function describe(
   method: string,
   methodName: string,
-  key: LockKey,
+  key: LockedKey,
   options: LockedOptions,
   original: (...args: any[]) => unknown,
 ): { -readonly [K in keyof LockedMetadata]: LockedMetadata[K] } {
@@ -151,12 +151,11 @@ function invoke(
   // Everything that can go wrong before locking is reported through the
   // method's own channel (a rejection or an error notification), so callers
   // handle it where they handle the method's errors.
-  let service: LockService;
-  try {
-    service = lockServiceOf(meta, thisArg);
-  } catch (error) {
-    return meta.observable ? throwError(() => error) : Promise.reject(error);
-  }
+  const service = lockServiceOf(meta, thisArg);
+  if (service instanceof Error)
+    return meta.observable
+      ? throwError(() => service)
+      : Promise.reject(service);
   const resources = () =>
     resolveKey(
       meta.key!,
@@ -195,14 +194,17 @@ function invoke(
   });
 }
 
-function lockServiceOf(meta: LockedMetadata, thisArg: unknown): LockService {
-  if (meta.problems.length) throw lockedProblem(meta);
+function lockServiceOf(
+  meta: LockedMetadata,
+  thisArg: unknown,
+): LockService | Error {
+  if (meta.problems.length) return lockedProblem(meta);
   const service =
     thisArg !== null && typeof thisArg === 'object'
       ? (thisArg as Record<symbol, LockService | undefined>)[LOCK_SERVICE_REF]
       : undefined;
   if (!service?.redlock)
-    throw new LockServiceUnavailableError(
+    return new LockServiceUnavailableError(
       meta.method,
       thisArg === undefined || thisArg === null || thisArg === globalThis,
     );

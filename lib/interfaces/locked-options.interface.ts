@@ -10,7 +10,7 @@ import type { OnLockLost } from '../core/redlock-options.js';
  *
  * @publicApi
  */
-export type LockKey =
+export type LockedKey =
   string | readonly string[] | ((...args: any[]) => string | readonly string[]);
 
 /**

@@ -1,6 +1,6 @@
 import { show } from '../core/timing.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
-import type { LockKey } from '../interfaces/locked-options.interface.js';
+import type { LockedKey } from '../interfaces/locked-options.interface.js';
 import {
   parseTemplate,
   resolveTemplate,
@@ -18,7 +18,7 @@ export type CompiledKey =
     };
 
 /** Parses a key given to `@Locked` / `@LockKey`; throws an `Error` saying what is wrong. */
-export function compileKey(key: LockKey): CompiledKey {
+export function compileKey(key: LockedKey): CompiledKey {
   if (typeof key === 'function') return { kind: 'function', fn: key };
   if (typeof key === 'string')
     return { kind: 'templates', templates: [parseTemplate(key)] };

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createApp, type TestApp } from '../fixtures/create-app.js';
+import { OrdersController, OrdersService } from '../fixtures/orders.fixture.js';
+import { sleep, Tracker } from '../fixtures/tracker.js';
+
+describe('@Locked on controllers over real HTTP', () => {
+  let t: TestApp;
+  let url: string;
+
+  beforeAll(async () => {
+    t = await createApp({
+      providers: [Tracker, OrdersService],
+      controllers: [OrdersController],
+    });
+    await t.app.listen(0, '127.0.0.1');
+    url = await t.app.getUrl();
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it.each([
+    ['above', 201],
+    ['below', 202],
+  ])(
+    'keeps the route and its @HttpCode with @Locked %s @Post()',
+    async (where, status) => {
+      const response = await fetch(`${url}/orders/${where}/5`, {
+        method: 'POST',
+      });
+      expect(response.status).toBe(status);
+      expect(await response.json()).toEqual({ id: '5', held: true });
+    },
+  );
+
+  it('keeps metadata of decorators written above and below @Locked', () => {
+    const proto = OrdersController.prototype;
+    expect(Reflect.getMetadata('tag', proto.above)).toBe('above');
+    expect(Reflect.getMetadata('tag', proto.below)).toBe('below');
+    expect(proto.above.name).toBe('above');
+  });
+
+  it('keeps the status of an HttpException thrown by the method (404)', async () => {
+    const response = await fetch(`${url}/orders/missing/3`);
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as { message: string }).message).toBe(
+      'order 3 not found',
+    );
+  });
+
+  it('answers 409 with the resources and Retry-After while the lock is held elsewhere', async () => {
+    const held = await t.other.acquire('pay:7', { ttl: 3000 });
+    try {
+      const response = await fetch(`${url}/orders/pay/7`, { method: 'POST' });
+      expect(response.status).toBe(409);
+      const body = (await response.json()) as {
+        resources: string[];
+        statusCode: number;
+      };
+      expect(body.statusCode).toBe(409);
+      expect(body.resources).toEqual(['pay:7']);
+      const retryAfter = response.headers.get('retry-after');
+      expect(retryAfter).toMatch(/^\d+$/);
+      expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+    } finally {
+      await held.release();
+    }
+    const after = await fetch(`${url}/orders/pay/7`, { method: 'POST' });
+    expect(after.status).toBe(201);
+    expect(await after.text()).toBe('paid 7');
+  });
+
+  it('holds the lock of an Observable handler until the response completes', async () => {
+    const response = fetch(`${url}/orders/stream/s1`).then((r) => r.text());
+    await sleep(200);
+    expect(await t.other.tryAcquire('stream:s1')).toBeNull();
+    expect(await response).toBe('s1:3'); // Nest answers the last value
+    const next = await t.other.acquire('stream:s1', { waitTimeout: 1000 });
+    expect(next.isHeld).toBe(true);
+    await next.release();
+  });
+
+  it('LockInterceptor + @LockKey locks from the request and answers 409 to a concurrent request', async () => {
+    const first = fetch(`${url}/orders/intercepted/i1`, { method: 'POST' });
+    await sleep(120);
+    const second = await fetch(`${url}/orders/intercepted/i1`, {
+      method: 'POST',
+    });
+    expect(second.status).toBe(409);
+    const ok = await first;
+    expect(ok.status).toBe(201);
+    expect(await ok.text()).toBe('ok i1 ic:i1');
+    const next = await t.other.acquire('ic:i1', { waitTimeout: 1000 });
+    await next.release();
+  });
+});

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import { LockLostError } from 'nestjs-redlock';
+import { createApp, type TestApp } from '../fixtures/create-app.js';
+import { OrdersService } from '../fixtures/orders.fixture.js';
+import { sleep, Tracker } from '../fixtures/tracker.js';
+import { closeAll, inspect, quorumUrls } from '../utils/nodes.js';
+
+describe('@Locked watchdog and lost locks (five real Redis nodes)', () => {
+  let t: TestApp;
+  let svc: OrdersService;
+  let nodes: Redis[];
+  const warnings: string[] = [];
+
+  beforeAll(async () => {
+    t = await createApp(
+      { providers: [Tracker, OrdersService] },
+      { logger: { warn: (m: string) => void warnings.push(m) } },
+    );
+    svc = t.app.get(OrdersService);
+    nodes = inspect(quorumUrls());
+  });
+  afterAll(async () => {
+    await t.close();
+    await closeAll(nodes);
+  });
+
+  it('keeps the lock of a method running 4x its ttl (a second acquirer fails throughout)', async () => {
+    // long() has ttl 300 ms and runs 1200 ms.
+    const running = svc.long('w1', 1200);
+    const refused: boolean[] = [];
+    for (let at = 100; at < 1100; at += 200) {
+      await sleep(200);
+      refused.push((await t.other.tryAcquire('long:w1')) === null);
+    }
+    expect(await running).toBe(1200);
+    expect(refused).toEqual([true, true, true, true, true]);
+    const next = await t.other.tryAcquire('long:w1');
+    expect(next).not.toBeNull();
+    await next!.release();
+  });
+
+  const deleteOnQuorum = async (resource: string) => {
+    await Promise.all(nodes.slice(0, 3).map((n) => n.del(t.prefix + resource)));
+    return performance.now();
+  };
+
+  it('aborts lock.signal within about one extension interval when the keys vanish from a quorum, then rejects with LockLostError carrying the result', async () => {
+    warnings.length = 0;
+    const call = svc.untilLost('l1').catch((e: unknown) => e);
+    await sleep(250);
+    const deletedAt = await deleteOnQuorum('lost:l1');
+    const error = await call;
+    expect(error).toBeInstanceOf(LockLostError);
+    const lost = error as LockLostError;
+    expect(lost.settled).toBe('fulfilled');
+    const abortedAt = Number(/at ([\d.]+)$/.exec(lost.result as string)![1]);
+    // ttl 600 ms: extensions every 200 ms; allow one interval plus node time and slack.
+    expect(abortedAt - deletedAt).toBeLessThan(200 + 250);
+    expect(lost.resources).toEqual(['lost:l1']);
+    expect(
+      warnings.some((w) => w.includes('"lost:l1"') && w.includes('lost')),
+    ).toBe(true);
+  });
+
+  it("returns the method's result with onLockLost: 'ignore'", async () => {
+    const call = svc.untilLostIgnored('l2');
+    await sleep(250);
+    await deleteOnQuorum('lost:l2');
+    await expect(call).resolves.toBe('ignored l2');
+  });
+});
