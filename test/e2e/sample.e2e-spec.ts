@@ -1,0 +1,301 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import type { Redis } from 'ioredis';
+import { LockService } from 'nestjs-redlock';
+import { AppModule } from '../../sample/src/app.module.js';
+import { AppConfig } from '../../sample/src/config/app-config.js';
+import { fireOrders, type OrderLine } from '../../sample/demo/burst.js';
+import { scanKeys } from '../../scripts/redis-nodes.mjs';
+import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
+
+/**
+ * The sample app (sample/src) booted as in production, on the five shared
+ * quorum servers under a unique prefix (locks, stock and orders), driven
+ * over real HTTP.
+ */
+async function bootSample(
+  prefix: string,
+  lockWaitTimeoutMs: number,
+): Promise<{ app: INestApplication; url: string }> {
+  const config: AppConfig = {
+    redisUrls: quorumUrls(),
+    stockRedisUrl: quorumUrls()[0],
+    keyPrefix: prefix,
+    locking: true,
+    checkWriteGapMs: 5,
+    lockWaitTimeoutMs,
+    port: 0,
+    host: '127.0.0.1',
+  };
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+    .overrideProvider(AppConfig)
+    .useValue(config)
+    .compile();
+  const app = moduleRef.createNestApplication({ logger: ['error'] });
+  await app.listen(0, '127.0.0.1');
+  return { app, url: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
+}
+
+async function send(
+  url: string,
+  method: string,
+  body?: unknown,
+  raw?: string,
+): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+    signal: AbortSignal.timeout(20_000),
+  });
+  return { status: res.status, body: await res.json(), headers: res.headers };
+}
+
+/**
+ * Single-unit orders for every SKU (more than its stock, so a correct run
+ * sells out exactly) mixed with orders spanning two or three SKUs.
+ */
+function orders(a: string, b: string, c: string, count: number): OrderLine[][] {
+  const one = (sku: string) => ({ sku, qty: 1 });
+  const mix = [
+    [one(a)],
+    [one(b)],
+    [one(c)],
+    [one(a), one(b)],
+    [one(c), one(b)],
+    [one(b), one(a), one(c)],
+    [one(a)],
+  ];
+  return Array.from({ length: count }, (_, i) => mix[i % mix.length]);
+}
+
+describe('sample app: POST /orders on real Redis', () => {
+  const prefix = uniquePrefix('sample');
+  let app: INestApplication;
+  let url: string;
+  let nodes: Redis[];
+
+  beforeAll(async () => {
+    ({ app, url } = await bootSample(prefix, 20_000));
+    nodes = inspect(quorumUrls());
+  });
+  afterAll(async () => {
+    await app?.close();
+    for (const node of nodes) {
+      const keys = await scanKeys(node, `${prefix}*`);
+      if (keys.length) await node.del(...keys);
+    }
+    await closeAll(nodes);
+  });
+
+  const seed = async (stock: Record<string, number>) => {
+    for (const [sku, quantity] of Object.entries(stock))
+      expect(
+        (await send(`${url}/stock/${sku}`, 'PUT', { quantity })).status,
+      ).toBe(200);
+  };
+  /** Fires the burst while sampling the stock in Redis; returns the burst and the lowest level seen. */
+  const burst = async (
+    skus: string[],
+    locking: 'on' | 'off',
+    count: number,
+  ) => {
+    const store = nodes[0];
+    const keys = skus.map((sku) => `${prefix}stock:${sku}`);
+    let lowest = Infinity;
+    let running = true;
+    const watcher = (async () => {
+      while (running) {
+        for (const value of await store.mget(keys))
+          lowest = Math.min(lowest, Number(value));
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    })();
+    const [a, b, c] = skus;
+    const result = await fireOrders(url, orders(a, b, c, count), {
+      locking,
+      concurrency: count,
+    });
+    running = false;
+    await watcher;
+    const left = (await store.mget(keys)).map(Number);
+    return { result, lowest: Math.min(lowest, ...left), left };
+  };
+
+  it('with the lock, concurrent orders sell exactly the stock: every SKU ends at 0, never below', async () => {
+    const stock = { 'lk-a': 25, 'lk-b': 10, 'lk-c': 10 };
+    await seed(stock);
+    const { result, lowest, left } = await burst(Object.keys(stock), 'on', 140);
+
+    expect(result.failures).toEqual([]);
+    expect(result.accepted + result.soldOut + result.lockBusy).toBe(140);
+    for (const [sku, initial] of Object.entries(stock))
+      expect({ sku, sold: result.unitsSold.get(sku) }).toEqual({
+        sku,
+        sold: initial,
+      });
+    expect(left).toEqual([0, 0, 0]);
+    expect(lowest).toBe(0);
+    // The order log agrees with the answers: one entry per accepted order, all locked.
+    const log = (await nodes[0].lrange(`${prefix}orders`, 0, -1)).map((e) =>
+      JSON.parse(e),
+    );
+    const locked = log.filter((o) =>
+      o.items.some((i: OrderLine) => i.sku in stock),
+    );
+    expect(locked).toHaveLength(result.accepted);
+    expect(locked.every((o) => o.locked === true)).toBe(true);
+  });
+
+  it('without the lock (?locking=off) the same flow runs; overselling is recorded, not asserted', async () => {
+    const stock = { 'nl-a': 25, 'nl-b': 10, 'nl-c': 10 };
+    await seed(stock);
+    const { result, left } = await burst(Object.keys(stock), 'off', 140);
+
+    expect(result.failures).toEqual([]);
+    expect(result.lockBusy).toBe(0);
+    const oversold = Object.entries(stock).reduce(
+      (units, [sku, initial]) =>
+        units + Math.max(0, (result.unitsSold.get(sku) ?? 0) - initial),
+      0,
+    );
+    console.info(
+      `without the lock: ${result.accepted} of 140 orders accepted, ${oversold} units oversold, stock left ${left.join('/')}`,
+    );
+  });
+
+  it('answers 409 OUT_OF_STOCK with the shortage and leaves the stock as it was', async () => {
+    await seed({ 'oos-a': 1, 'oos-b': 5 });
+    const res = await send(`${url}/orders`, 'POST', {
+      items: [
+        { sku: 'oos-b', qty: 2 },
+        { sku: 'oos-a', qty: 2 },
+      ],
+    });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({
+      statusCode: 409,
+      code: 'OUT_OF_STOCK',
+      shortages: [{ sku: 'oos-a', requested: 2, available: 1 }],
+    });
+    expect(res.body.reason).toBeUndefined();
+    expect((await send(`${url}/stock/oos-a`, 'GET')).body.quantity).toBe(1);
+    expect((await send(`${url}/stock/oos-b`, 'GET')).body.quantity).toBe(5);
+  });
+
+  it('merges lines of the same SKU before checking the stock', async () => {
+    await seed({ 'dup-a': 3 });
+    const item = { sku: 'dup-a', qty: 2 };
+    expect(
+      (await send(`${url}/orders`, 'POST', { items: [item, item] })).status,
+    ).toBe(409);
+    const ok = await send(`${url}/orders`, 'POST', {
+      items: [item, { sku: 'dup-a', qty: 1 }],
+    });
+    expect(ok.status).toBe(201);
+    expect(ok.body.items).toEqual([{ sku: 'dup-a', qty: 3 }]);
+    expect((await send(`${url}/stock/dup-a`, 'GET')).body.quantity).toBe(0);
+  });
+
+  it.each([
+    ['no body', undefined, 'items'],
+    ['no items', {}, 'items'],
+    ['empty items', { items: [] }, 'items'],
+    ['items not an array', { items: 'x' }, 'items'],
+    ['missing sku', { items: [{ qty: 1 }] }, 'sku'],
+    ['empty sku', { items: [{ sku: '', qty: 1 }] }, 'sku'],
+    ['sku with a space', { items: [{ sku: 'a b', qty: 1 }] }, 'sku'],
+    ['qty 0', { items: [{ sku: 'v-a', qty: 0 }] }, 'qty'],
+    ['negative qty', { items: [{ sku: 'v-a', qty: -1 }] }, 'qty'],
+    ['fractional qty', { items: [{ sku: 'v-a', qty: 1.5 }] }, 'qty'],
+    ['qty as a string', { items: [{ sku: 'v-a', qty: '2' }] }, 'qty'],
+    ['missing qty', { items: [{ sku: 'v-a' }] }, 'qty'],
+    ['an item that is not an object', { items: [7] }, 'items'],
+    [
+      'an unknown field',
+      { items: [{ sku: 'v-a', qty: 1 }], coupon: 'x' },
+      'coupon',
+    ],
+  ])('answers 400 for %s, naming the field', async (_case, body, field) => {
+    await seed({ 'v-a': 5 });
+    const res = await send(`${url}/orders`, 'POST', body);
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(res.body.message)).toContain(field);
+    expect((await send(`${url}/stock/v-a`, 'GET')).body.quantity).toBe(5);
+  });
+
+  it('answers 400 for malformed JSON and an unknown ?locking value', async () => {
+    expect(
+      (await send(`${url}/orders`, 'POST', undefined, '{"items": [')).status,
+    ).toBe(400);
+    const res = await send(`${url}/orders?locking=maybe`, 'POST', {
+      items: [{ sku: 'v-a', qty: 1 }],
+    });
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(res.body.message)).toContain('locking');
+  });
+
+  it('restocks under the SKU lock (LockService.run) and adds to the level', async () => {
+    await seed({ 're-a': 2 });
+    const res = await send(`${url}/stock/re-a/restock`, 'POST', { qty: 3 });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({ sku: 're-a', quantity: 5 });
+    expect(
+      (await send(`${url}/stock/re-a/restock`, 'POST', { qty: 0 })).status,
+    ).toBe(400);
+  });
+});
+
+describe('sample app: a SKU locked elsewhere', () => {
+  const prefix = uniquePrefix('sample');
+  let app: INestApplication;
+  let url: string;
+
+  beforeAll(async () => {
+    // A short wait so the busy case answers quickly.
+    ({ app, url } = await bootSample(prefix, 300));
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('answers 409 with the lock filter body (resources, reason, Retry-After), distinct from out of stock', async () => {
+    expect(
+      (await send(`${url}/stock/held`, 'PUT', { quantity: 5 })).status,
+    ).toBe(200);
+    const lock = await app
+      .get(LockService)
+      .acquire('sku:held', { ttl: 10_000 });
+    try {
+      const order = await send(`${url}/orders`, 'POST', {
+        items: [{ sku: 'held', qty: 1 }],
+      });
+      expect(order.status).toBe(409);
+      expect(order.body).toMatchObject({
+        statusCode: 409,
+        resources: ['sku:held'],
+        reason: 'busy',
+      });
+      expect(order.body.code).toBeUndefined();
+      expect(Number(order.headers.get('retry-after'))).toBeGreaterThanOrEqual(
+        1,
+      );
+      const restock = await send(`${url}/stock/held/restock`, 'POST', {
+        qty: 1,
+      });
+      expect(restock.status).toBe(409);
+      // The unlocked flow ignores the lock: that is the point of the comparison.
+      expect(
+        (
+          await send(`${url}/orders?locking=off`, 'POST', {
+            items: [{ sku: 'held', qty: 1 }],
+          })
+        ).status,
+      ).toBe(201);
+    } finally {
+      await lock.release();
+    }
+    expect((await send(`${url}/stock/held`, 'GET')).body.quantity).toBe(4);
+  });
+});
