@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { LockNotAcquiredError, Redlock } from 'nestjs-redlock';
+import { RedisServer } from '../../scripts/redis-nodes.mjs';
+
+// Own server: the test sets a password and an ACL user on it.
+describe('connection settings reach the nodes unchanged', () => {
+  let server: RedisServer;
+  let admin: Redis;
+  const quiet = { warn: () => undefined };
+
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    const setup = server.client();
+    await setup.config('SET', 'requirepass', 's3cret');
+    setup.disconnect();
+    admin = new Redis({
+      port: server.port,
+      host: '127.0.0.1',
+      password: 's3cret',
+    });
+    await admin.call(
+      'ACL',
+      'SETUSER',
+      'locker',
+      'on',
+      '>pw-locker',
+      '~*',
+      '+@all',
+    );
+  });
+  afterAll(async () => {
+    admin.disconnect();
+    await server.stop();
+  });
+
+  it('password and db index from a URL', async () => {
+    const redlock = new Redlock({
+      clients: [`redis://:s3cret@127.0.0.1:${server.port}/3`],
+      logger: quiet,
+    });
+    const lock = await redlock.acquire('db-index');
+    await admin.select(3);
+    expect(await admin.get('lock:db-index')).toBe(lock.value);
+    await admin.select(0);
+    expect(await admin.exists('lock:db-index')).toBe(0);
+    await lock.release();
+    await redlock.quit();
+  });
+
+  it('an ACL user from RedisOptions', async () => {
+    const redlock = new Redlock({
+      clients: [
+        {
+          host: '127.0.0.1',
+          port: server.port,
+          username: 'locker',
+          password: 'pw-locker',
+        },
+      ],
+      logger: quiet,
+    });
+    const lock = await redlock.acquire('acl');
+    expect(await admin.get('lock:acl')).toBe(lock.value);
+    await lock.release();
+    await redlock.quit();
+  });
+
+  it('names nodes by host:port, never with credentials, also when authentication fails', async () => {
+    const redlock = new Redlock({
+      clients: [`redis://locker:wrong-pw@127.0.0.1:${server.port}`],
+      logger: quiet,
+    });
+    expect(redlock.nodes[0].name).toBe(`127.0.0.1:${server.port}`);
+    const error = (await redlock
+      .tryAcquire('denied')
+      .catch((e: unknown) => e)) as LockNotAcquiredError;
+    expect(error).toBeInstanceOf(LockNotAcquiredError);
+    expect(error.reason).toBe('unreachable');
+    expect(error.message).toContain(`127.0.0.1:${server.port}`);
+    expect(error.message).not.toContain('wrong-pw');
+    await redlock.quit();
+  });
+});
