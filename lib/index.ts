@@ -1,5 +1,6 @@
 export * from './core/index.js';
 export * from './errors/index.js';
+export * from './fencing/index.js';
 export * from './interfaces/index.js';
 export { LockConflictFilter } from './lock-conflict.filter.js';
 export { LockService } from './lock.service.js';

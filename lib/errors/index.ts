@@ -4,3 +4,4 @@ export * from './node-vote.js';
 export * from './lock-not-acquired.error.js';
 export * from './lock-extend.error.js';
 export * from './lock-lost.error.js';
+export * from './stale-fencing-token.error.js';
