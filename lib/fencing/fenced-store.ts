@@ -54,7 +54,8 @@ export interface FencedStoreOptions {
  * ```ts
  * const store = new FencedStore(redis);
  * await lockService.run(`sku:${sku}`, async (lock) => {
- *   const stock = Number(await redis.get(`stock:${sku}`));
+ *   // Read through the store: a late write of an older holder is then refused.
+ *   const stock = Number(await store.get(lock, `stock:${sku}`));
  *   if (stock < 1) throw new OutOfStockError(sku);
  *   await store.exec(lock, [
  *     ['SET', `stock:${sku}`, stock - 1],
@@ -102,20 +103,51 @@ export class FencedStore {
   /**
    * Runs `commands` in order, atomically with the token check, and resolves
    * with their replies. Rejects with {@link StaleFencingTokenError} (nothing
-   * applied) when a newer token was accepted for the resource.
+   * applied) when a newer token was accepted for the resource. Reads count
+   * too: `['GET', key]` in the list records the token like a write does.
    *
    * `fence` is a single-resource lock acquired with `fencing: true`, or
    * `{ resource, token }` (for a lock on several resources:
-   * `{ resource, token: lock.fencingTokens.get(resource) }`).
+   * `fenceOf(lock, resource)`).
    */
   async exec(
+    fence: Fence | Lock,
+    commands: readonly FencedCommand[],
+  ): Promise<unknown[]> {
+    if (Array.isArray(commands) && commands.length === 0)
+      throw new RedlockConfigError(
+        'commands',
+        'must list at least one [command, key, ...args] (use claim() to only record the token)',
+      );
+    return this.apply(fence, commands);
+  }
+
+  /**
+   * Records the token without writing anything, or rejects with
+   * {@link StaleFencingTokenError}. Call it (or read through {@link get}) at
+   * the start of a read-modify-write: once a new holder has claimed, an older
+   * holder's late write is refused even if it lands before the new holder's
+   * own write, so the new holder never writes from a value the old one
+   * changed under it.
+   */
+  async claim(fence: Fence | Lock): Promise<void> {
+    await this.apply(fence, []);
+  }
+
+  /** Guarded read: `GET key`, recording the token (see {@link claim}). */
+  async get(fence: Fence | Lock, key: string): Promise<string | null> {
+    const [value] = await this.exec(fence, [['GET', key]]);
+    return (value as string | null) ?? null;
+  }
+
+  private async apply(
     fence: Fence | Lock,
     commands: readonly FencedCommand[],
   ): Promise<unknown[]> {
     const { resource, token } = resolveFence(fence);
     const keys = [this.fenceKey(resource)];
     const args: (string | number | Buffer)[] = [token, 0];
-    if (!Array.isArray(commands) || commands.length === 0) {
+    if (!Array.isArray(commands)) {
       throw new RedlockConfigError(
         'commands',
         `must be a non-empty array of [command, key, ...args], got ${show(commands)}`,
