@@ -41,7 +41,7 @@ describe('fencing tokens under node faults (own five servers)', () => {
   const counterOn = (i: number, resource: string) =>
     Promise.race([
       probes[i].get(counterKey(resource)).catch(() => undefined),
-      new Promise<undefined>((r) => setTimeout(r, 300)),
+      new Promise<undefined>((r) => setTimeout(() => r(undefined), 300)),
     ]);
   const grant = async (redlock: Redlock, resource: string) => {
     const lock = await redlock.acquire(resource);
