@@ -5,3 +5,9 @@ export * from './redlock-options.js';
 export * from './wait-strategy.js';
 export * from './watchdog.js';
 export { RedlockNode } from './redlock-node.js';
+export {
+  compareFencingTokens,
+  fenceCounterKey,
+  isFencingToken,
+  type FencingToken,
+} from './fencing.js';

@@ -35,6 +35,15 @@ export class Lock {
   private released?: Promise<ReleaseResult>;
   private readonly controller = new AbortController();
 
+  /**
+   * The fencing token of each resource (decimal strings), when the lock was
+   * acquired with `fencing: true`; `undefined` otherwise. Each token is
+   * greater than that of every earlier acquire of its resource: pass it to
+   * the store the lock protects, which refuses writes with an older one
+   * (see `FencedStore` and docs/fencing.md).
+   */
+  readonly fencingTokens?: ReadonlyMap<string, string>;
+
   /** @internal Created by `Redlock`; users get locks from `acquire`. */
   constructor(
     private readonly ops: LockOperations,
@@ -49,6 +58,17 @@ export class Lock {
     /** @internal Monotonic deadline of validity (the clock's `now()` units). */
     public deadline: number,
   ) {}
+
+  /**
+   * The fencing token of a single-resource lock acquired with `fencing: true`.
+   * `undefined` without fencing, and for a lock on several resources, whose
+   * tokens (one per resource) are in {@link fencingTokens}.
+   */
+  get fencingToken(): string | undefined {
+    return this.resources.length === 1
+      ? this.fencingTokens?.get(this.resources[0])
+      : undefined;
+  }
 
   /** Epoch ms until which the lock is valid (lease minus elapsed time and clock drift). */
   get validUntil(): number {

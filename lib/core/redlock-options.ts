@@ -51,6 +51,12 @@ export type OnLockLost = 'throw' | 'ignore';
 export interface AcquireOptions extends LockTimingOptions {
   /** Stops waiting when aborted; the acquire rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * Give the lock fencing tokens (`lock.fencingToken`, `lock.fencingTokens`),
+   * at the cost of one more round trip to the nodes. Default: the module's
+   * `fencing` (false).
+   */
+  fencing?: boolean;
 }
 
 /**
@@ -94,6 +100,11 @@ export interface RedlockOptions extends LockTimingOptions {
    * Must not start with `keyPrefix` nor be its prefix. Default `redlock:`.
    */
   metaPrefix?: string;
+  /**
+   * Give every lock fencing tokens unless a call says `fencing: false`
+   * (see {@link AcquireOptions.fencing}). Default false.
+   */
+  fencing?: boolean;
   /** Votes needed; default N/2+1. Must be more than N/2 and at most N. */
   quorum?: number;
   /** Monotonic clock; tests inject their own. */
@@ -116,4 +127,5 @@ export const REDLOCK_DEFAULTS = {
   keyPrefix: 'lock:',
   metaPrefix: 'redlock:',
   onLockLost: 'throw' as OnLockLost,
+  fencing: false,
 } as const;

@@ -7,6 +7,11 @@ import {
 } from '../errors/lock-not-acquired.error.js';
 import { RedlockConfigError } from '../errors/redlock-config.error.js';
 import { monotonicClock, type Clock } from './clock.js';
+import {
+  checkFencingOption,
+  fenceCounterKey,
+  issueFencingTokens,
+} from './fencing.js';
 import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
 import { poll, type Ballot, type Tally } from './poll.js';
 import { closeNodes, createNodes, type RedlockNode } from './redlock-node.js';
@@ -19,6 +24,7 @@ import {
 } from './redlock-options.js';
 import { normalizeResources } from './resources.js';
 import {
+  ACQUIRE_FENCED_SCRIPT,
   ACQUIRE_SCRIPT,
   EXTEND_SCRIPT,
   RELEASE_SCRIPT,
@@ -54,6 +60,7 @@ export class Redlock implements LockOperations {
   readonly keyPrefix: string;
   readonly metaPrefix: string;
   private readonly driftFactor: number;
+  private readonly fencing: boolean;
   private readonly timing: ResolvedTiming;
   private readonly waitStrategy: WaitStrategy;
   private readonly logger: RedlockLogger;
@@ -106,6 +113,9 @@ export class Redlock implements LockOperations {
         `must be an integer above N/2 and at most N (N = ${count}: ${Math.floor(count / 2) + 1}..${count}), got ${show(options.quorum)}`,
       );
     }
+    this.fencing =
+      checkFencingOption('fencing', options.fencing) ??
+      REDLOCK_DEFAULTS.fencing;
     this.clock = options.clock ?? monotonicClock;
     this.waitStrategy = options.waitStrategy ?? new JitteredRetry();
     this.logger = options.logger ?? console;
@@ -138,6 +148,13 @@ export class Redlock implements LockOperations {
     return resolveTiming(this.options, options, this.driftFactor, 'options.');
   }
 
+  /** Whether one call's lock gets fencing tokens: the call's option, else the module's. */
+  private resolveFencing(options?: AcquireOptions): boolean {
+    return (
+      checkFencingOption('options.fencing', options?.fencing) ?? this.fencing
+    );
+  }
+
   /** The Redis key of a resource. */
   keyOf(resource: string): string {
     return this.keyPrefix + resource;
@@ -156,11 +173,12 @@ export class Redlock implements LockOperations {
     const names = normalizeResources(resources);
     const timing = this.resolveTiming(options);
     const keys = names.map((r) => this.keyOf(r));
+    const fencing = this.resolveFencing(options);
     const value = randomBytes(VALUE_BYTES).toString('base64url');
     const giveUpAt = this.clock.now() + timing.waitTimeout;
     for (let attempt = 1; ; attempt++) {
       options?.signal?.throwIfAborted();
-      const result = await this.attempt(names, keys, value, timing);
+      const result = await this.attempt(names, keys, value, timing, fencing);
       if (result.lock) return result.lock;
       const remaining = giveUpAt - this.clock.now();
       if (remaining <= 0) throw this.notAcquired(names, attempt, result);
@@ -193,8 +211,9 @@ export class Redlock implements LockOperations {
     const names = normalizeResources(resources);
     const timing = this.resolveTiming(options);
     const keys = names.map((r) => this.keyOf(r));
+    const fencing = this.resolveFencing(options);
     const value = randomBytes(VALUE_BYTES).toString('base64url');
-    const result = await this.attempt(names, keys, value, timing);
+    const result = await this.attempt(names, keys, value, timing, fencing);
     if (result.lock) return result.lock;
     if (result.reason === 'busy') return null;
     throw this.notAcquired(names, 1, result);
@@ -253,30 +272,50 @@ export class Redlock implements LockOperations {
     keys: string[],
     value: string,
     timing: ResolvedTiming,
+    fencing = false,
   ): Promise<Attempt> {
     const start = this.clock.now();
     const ttl = Math.ceil(timing.ttl);
+    // With fencing, the acquire also reads each resource's token counter.
+    const counters = fencing
+      ? keys.map((key) => fenceCounterKey(this.metaPrefix, key))
+      : undefined;
     const ballots = await poll(
       this.nodes,
-      (node) => node.run(ACQUIRE_SCRIPT, keys, [value, ttl]),
+      (node) =>
+        counters
+          ? node.run(
+              ACQUIRE_FENCED_SCRIPT,
+              [...keys, ...counters],
+              [value, ttl],
+            )
+          : node.run(ACQUIRE_SCRIPT, keys, [value, ttl]),
       (reply) => ((reply as [number, number])[0] === 1 ? 'granted' : 'busy'),
       timing.nodeTimeout,
       this.decided,
     );
     const granted = ballots.filter((b) => b.outcome === 'granted').length;
     const validity = timing.ttl - (this.clock.now() - start) - timing.drift;
+    let fencingFailure: LockFailureReason | undefined;
     if (granted >= this.quorum && validity > 0) {
-      return {
+      const lock = new Lock(
+        this,
+        resources,
+        keys,
+        value,
+        timing.ttl,
+        start + timing.ttl - timing.drift,
+      );
+      if (!counters) return { ballots, lock };
+      // A second round, once the lock is held: see fencing.md.
+      fencingFailure = await issueFencingTokens(
+        this,
+        lock,
+        counters,
         ballots,
-        lock: new Lock(
-          this,
-          resources,
-          keys,
-          value,
-          timing.ttl,
-          start + timing.ttl - timing.drift,
-        ),
-      };
+        timing.nodeTimeout,
+      );
+      if (!fencingFailure) return { ballots, lock };
     }
     // Not held: take back every grant, including grants whose reply was lost
     // (timeouts, errors, nodes still pending). A node that answered "busy"
@@ -290,11 +329,12 @@ export class Redlock implements LockOperations {
       (b) => b.outcome === 'granted' || b.outcome === 'busy',
     ).length;
     const reason: LockFailureReason =
-      granted >= this.quorum
+      fencingFailure ??
+      (granted >= this.quorum
         ? 'expired'
         : answered < this.quorum
           ? 'unreachable'
-          : 'busy';
+          : 'busy');
     const ttls = ballots
       .filter((b) => b.outcome === 'busy')
       .map((b) => (b.reply as [number, number])[1]);

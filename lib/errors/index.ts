@@ -6,3 +6,4 @@ export * from './lock-extend.error.js';
 export * from './lock-lost.error.js';
 export * from './lock-key.error.js';
 export * from './lock-service-unavailable.error.js';
+export * from './stale-fencing-token.error.js';
