@@ -47,4 +47,11 @@ export interface LockedOptions {
   maxHold?: number;
   /** See {@link OnNotAcquired}. Default `'throw'`. */
   onNotAcquired?: OnNotAcquired;
+  /**
+   * Give the lock a fencing token (`LockService.current()?.fencingToken`),
+   * at the cost of one more round trip per acquire. Default: the module's
+   * `fencing` option. A nested call that joins a held lock sees that lock's
+   * token.
+   */
+  fencing?: boolean;
 }

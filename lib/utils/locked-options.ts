@@ -7,6 +7,7 @@ const NON_NEGATIVE = ['waitTimeout', 'retryDelay', 'retryJitter'] as const;
 const CHOICES = {
   onLockLost: ['throw', 'ignore'],
   onNotAcquired: ['throw', 'skip'],
+  fencing: [true, false],
 } as const;
 const KNOWN = new Set<string>([
   ...POSITIVE,
@@ -50,7 +51,7 @@ export function checkLockedOptions(options: unknown): string[] {
     const v = o[field];
     if (v !== undefined && !(allowed as readonly unknown[]).includes(v))
       problems.push(
-        `options.${field} must be ${allowed.map((a) => `'${a}'`).join(' or ')}, got ${show(v)}`,
+        `options.${field} must be ${allowed.map((a) => (typeof a === 'string' ? `'${a}'` : String(a))).join(' or ')}, got ${show(v)}`,
       );
   }
   return problems;
