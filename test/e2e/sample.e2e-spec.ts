@@ -1,10 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { INestApplication } from '@nestjs/common';
+import { ConflictException, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { LockService } from 'nestjs-redlock';
 import { AppModule } from '../../sample/src/app.module.js';
 import { AppConfig } from '../../sample/src/config/app-config.js';
+import {
+  StockRepository,
+  skuResource,
+} from '../../sample/src/stock/stock.repository.js';
 import { fireOrders, type OrderLine } from '../../sample/demo/burst.js';
 import { scanKeys } from '../../scripts/redis-nodes.mjs';
 import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
@@ -244,6 +248,41 @@ describe('sample app: POST /orders on real Redis', () => {
     expect(
       (await send(`${url}/stock/re-a/restock`, 'POST', { qty: 0 })).status,
     ).toBe(400);
+  });
+
+  it('refuses the stock write of a holder paused past its lease (fencing), after a newer holder wrote', async () => {
+    await seed({ fence: 10 });
+    const locks = app.get(LockService);
+    const repo = app.get(StockRepository);
+    let paused!: Promise<unknown>;
+    const readByPaused = new Promise<number>((resolve) => {
+      paused = locks.run(
+        skuResource('fence'),
+        async () => {
+          resolve((await repo.read(['fence'])).get('fence')!);
+          // A long GC: the watchdog stops at maxHold, the lease runs out.
+          await new Promise((r) => setTimeout(r, 700));
+          await repo.write(new Map([['fence', 9]]));
+        },
+        { fencing: true, ttl: 200, maxHold: 1, onLockLost: 'ignore' },
+      );
+    });
+    expect(await readByPaused).toBe(10);
+    // The newer holder gets the lock once the old lease expired, and sells 3.
+    await locks.run(
+      skuResource('fence'),
+      async () => {
+        const level = (await repo.read(['fence'])).get('fence')!;
+        await repo.write(new Map([['fence', level - 3]]));
+      },
+      { fencing: true, waitTimeout: 2000 },
+    );
+    const refused = await paused.catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ConflictException);
+    expect((refused as ConflictException).getResponse()).toMatchObject({
+      code: 'STALE_LOCK',
+    });
+    expect(Number(await nodes[0].get(`${prefix}stock:fence`))).toBe(7);
   });
 });
 

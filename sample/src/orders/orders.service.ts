@@ -26,7 +26,7 @@ export class OrdersService {
    * for the whole check-and-write, so no other order or restock of those
    * SKUs runs in between.
    */
-  @Locked('sku:<dto.items.*.sku>')
+  @Locked('sku:<dto.items.*.sku>', { fencing: true })
   placeOrder(dto: CreateOrderDto): Promise<Order> {
     return this.fulfil(dto, true);
   }

@@ -3,7 +3,7 @@ import { LockService } from 'nestjs-redlock';
 import { RestockDto } from './dto/restock.dto.js';
 import { SetStockDto } from './dto/set-stock.dto.js';
 import { SkuParamDto } from './dto/sku-param.dto.js';
-import { StockRepository } from './stock.repository.js';
+import { StockRepository, skuResource } from './stock.repository.js';
 
 /** What the stock endpoints answer. */
 export interface StockLevel {
@@ -35,10 +35,14 @@ export class StockController {
     @Param() { sku }: SkuParamDto,
     @Body() { quantity }: SetStockDto,
   ): Promise<StockLevel> {
-    return this.locks.run(`sku:${sku}`, async () => {
-      await this.stock.write(new Map([[sku, quantity]]));
-      return { sku, quantity };
-    });
+    return this.locks.run(
+      skuResource(sku),
+      async () => {
+        await this.stock.write(new Map([[sku, quantity]]));
+        return { sku, quantity };
+      },
+      { fencing: true },
+    );
   }
 
   /** Adds `qty` units: a read-modify-write, so it runs under the SKU's lock. */
@@ -47,11 +51,15 @@ export class StockController {
     @Param() { sku }: SkuParamDto,
     @Body() { qty }: RestockDto,
   ): Promise<StockLevel> {
-    return this.locks.run(`sku:${sku}`, async () => {
-      const current = (await this.stock.read([sku])).get(sku) ?? 0;
-      const quantity = current + qty;
-      await this.stock.write(new Map([[sku, quantity]]));
-      return { sku, quantity };
-    });
+    return this.locks.run(
+      skuResource(sku),
+      async () => {
+        const current = (await this.stock.read([sku])).get(sku) ?? 0;
+        const quantity = current + qty;
+        await this.stock.write(new Map([[sku, quantity]]));
+        return { sku, quantity };
+      },
+      { fencing: true },
+    );
   }
 }
