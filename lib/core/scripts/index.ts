@@ -2,3 +2,4 @@ export * from './lua-script.js';
 export * from './acquire.script.js';
 export * from './release.script.js';
 export * from './extend.script.js';
+export * from './extend-many.script.js';
