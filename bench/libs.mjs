@@ -8,7 +8,7 @@ import NodeRedlock from 'redlock';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { Mutex, RedlockMutex } from 'redis-semaphore';
 import { createLock, createRedlock, IoredisAdapter } from 'redlock-universal';
-import { Redlock as Ours } from '../dist/esm/index.js';
+import { JitteredRetry, Redlock as Ours } from '../dist/esm/index.js';
 import { sleep } from './util.mjs';
 
 export const OURS = 'nestjs-redlock';
@@ -40,7 +40,9 @@ export async function createLib(name, urls, { ttl, wait }) {
   switch (name) {
     case OURS: {
       // Default settings: only the lease and the wait budget are set.
-      const redlock = new Ours({ clients: urls, ttl, waitTimeout: wait });
+      // BENCH_OURS (JSON) overrides options, for experiments only.
+      const redlock = new Ours({ clients: urls, ttl, waitTimeout: wait, ...JSON.parse(process.env.BENCH_OURS ?? '{}') });
+      if (process.env.BENCH_OURS_POLL) redlock.waitStrategy = new JitteredRetry();
       await Promise.all(redlock.nodes.map((n) => n.client.ping()));
       return {
         acquire: (key) => redlock.acquire(key),

@@ -1,7 +1,8 @@
 import type { Lock } from './lock.js';
 
 interface Turn {
-  readonly give: (mine: boolean) => void;
+  /** true: go to Redis; a Lock: the lease handed over; false: timed out. */
+  readonly give: (mine: boolean | Lock) => void;
 }
 
 /** Callers of one process waiting for the same set of keys. */
@@ -11,6 +12,8 @@ interface Line {
   readonly waiting: Turn[];
   /** Watches the holder's validity for the first waiter (see `watchHolder`). */
   timer?: NodeJS.Timeout;
+  /** Leases handed over in a row without going through Redis. */
+  streak: number;
 }
 
 /**
@@ -31,16 +34,21 @@ export class LocalQueue {
 
   /**
    * Waits for the caller's turn on `id`. Resolves `true` when it is ours
-   * (then `hold` or `leave` must follow), `false` when `timeoutMs` ran out
-   * first; rejects with the signal's reason when aborted.
+   * (then `hold` or `leave` must follow), a `Lock` when the previous holder
+   * handed its lease over (already held: `hold` follows), `false` when
+   * `timeoutMs` ran out first; rejects with the signal's reason when aborted.
    */
-  enter(id: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+  enter(
+    id: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<boolean | Lock> {
     const line = this.lines.get(id);
     if (!line) {
-      this.lines.set(id, { waiting: [] });
+      this.lines.set(id, { waiting: [], streak: 0 });
       return Promise.resolve(true);
     }
-    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
     return new Promise((resolve, reject) => {
       const finish = () => {
         clearTimeout(timer);
@@ -56,7 +64,7 @@ export class LocalQueue {
       };
       const aborted = () => {
         finish();
-        reject(signal?.reason);
+        reject(signal?.reason as Error);
       };
       const timer = setTimeout(() => turn.give(false), timeoutMs);
       signal?.addEventListener('abort', aborted, { once: true });
@@ -86,6 +94,33 @@ export class LocalQueue {
     return this.lines.get(id)?.holder === lock;
   }
 
+  /**
+   * Hands the lease of `lock` (which holds the turn) to the next waiter as
+   * `next`, skipping Redis, unless nobody waits or `maxStreak` leases were
+   * already handed over in a row (then the lock goes back through Redis, so
+   * waiters of other processes get their chance). Returns whether it did.
+   */
+  handOver(
+    id: string,
+    lock: Lock,
+    maxStreak: number,
+    next: () => Lock,
+  ): boolean {
+    const line = this.lines.get(id);
+    if (!line || line.holder !== lock || line.waiting.length === 0)
+      return false;
+    if (line.streak >= maxStreak) {
+      line.streak = 0;
+      return false;
+    }
+    line.streak++;
+    clearTimeout(line.timer);
+    line.timer = undefined;
+    line.holder = undefined;
+    line.waiting.shift()!.give(next());
+    return true;
+  }
+
   /** Passes the turn to the next caller, or ends the line. `lock`: only if it still holds the turn. */
   leave(id: string, lock?: Lock): void {
     const line = this.lines.get(id);
@@ -93,6 +128,7 @@ export class LocalQueue {
     clearTimeout(line.timer);
     line.timer = undefined;
     line.holder = undefined;
+    line.streak = 0;
     const next = line.waiting.shift();
     if (next) next.give(true);
     else this.lines.delete(id);

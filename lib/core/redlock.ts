@@ -33,6 +33,14 @@ import { WakeOnRelease, type WaitStrategy } from './wait-strategy.js';
 /** Bytes of randomness in a lock value (the Redlock page suggests 20). */
 const VALUE_BYTES = 20;
 
+/**
+ * How long the longest waiter for a key may see newcomers take it before
+ * they must queue behind it (see the acquire script): bounds the wait of
+ * queued waiters while letting a holder that asks again right after its
+ * release go on briefly, which keeps a hot lock busy.
+ */
+const BARGE_WINDOW_MS = 20;
+
 /** Locks per extend-many script call (a pipeline per node carries all calls of a tick). */
 const EXTEND_CHUNK = 500;
 
@@ -83,6 +91,7 @@ export class Redlock implements LockOperations {
   private readonly timing: ResolvedTiming;
   private readonly waitStrategy: WaitStrategy;
   private readonly logger: RedlockLogger;
+  private readonly localHandoff: number;
   /** @internal Waiting acquires of this instance, queued per resource set. */
   readonly localQueue = new LocalQueue();
   /** @internal Release announcements from the nodes (one subscriber per node, on first wait). */
@@ -140,10 +149,22 @@ export class Redlock implements LockOperations {
     }
     this.clock = options.clock ?? monotonicClock;
     this.logger = options.logger ?? console;
+    this.localHandoff = options.localHandoff ?? REDLOCK_DEFAULTS.localHandoff;
+    if (
+      typeof this.localHandoff !== 'number' ||
+      !Number.isInteger(this.localHandoff) ||
+      this.localHandoff < 0
+    ) {
+      throw new RedlockConfigError(
+        'localHandoff',
+        `must be an integer >= 0 (0 disables the in-process handoff), got ${show(options.localHandoff)}`,
+      );
+    }
     this.nodes = createNodes(options.clients);
     this.releases = new ReleaseListener(
       this.nodes,
-      `${this.metaPrefix}released`,
+      this.metaPrefix,
+      this.quorum,
     );
     this.waitStrategy =
       options.waitStrategy ?? new WakeOnRelease(this.releases);
@@ -204,7 +225,13 @@ export class Redlock implements LockOperations {
     // Callers of this process for the same resources take turns: only the
     // one whose turn it is talks to Redis.
     const line = keys.join('\n');
-    if (!(await this.localQueue.enter(line, timing.waitTimeout, signal))) {
+    const turn = await this.localQueue.enter(line, timing.waitTimeout, signal);
+    if (turn instanceof Lock) {
+      // The previous holder in this process handed its lease over.
+      this.localQueue.hold(line, turn);
+      return turn;
+    }
+    if (!turn) {
       const holder = this.localQueue.holderOf(line);
       throw new LockNotAcquiredError(
         names,
@@ -244,7 +271,12 @@ export class Redlock implements LockOperations {
     const queueLife = Math.ceil(
       2 * (timing.retryDelay + timing.retryJitter + timing.nodeTimeout) + 1000,
     );
-    const queue = timing.waitTimeout > 0 ? queueLife : undefined;
+    // Only waiters that listen for release messages take a place in the
+    // nodes' queues: a polling waiter named head would be told in vain.
+    const queue =
+      timing.waitTimeout > 0 && this.waitStrategy instanceof WakeOnRelease
+        ? queueLife
+        : undefined;
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
       const result = await this.attempt(names, keys, value, timing, queue);
@@ -350,7 +382,14 @@ export class Redlock implements LockOperations {
     const args =
       queueLife === undefined
         ? [value, ttl]
-        : [value, ttl, this.metaPrefix, queueLife];
+        : [
+            value,
+            ttl,
+            this.metaPrefix,
+            queueLife,
+            this.releases.member(value),
+            BARGE_WINDOW_MS,
+          ];
     const ballots = await poll(
       this.nodes,
       (node) => node.run(ACQUIRE_SCRIPT, keys, args),
@@ -390,9 +429,11 @@ export class Redlock implements LockOperations {
         : answered < this.quorum
           ? 'unreachable'
           : 'busy';
+    // -1: the key is free but queued waiters go first (no lease to wait for).
     const ttls = ballots
       .filter((b) => b.outcome === 'busy')
-      .map((b) => (b.reply as [number, number])[1]);
+      .map((b) => (b.reply as [number, number])[1])
+      .filter((ttl) => ttl >= 0);
     return {
       ballots,
       reason,
@@ -513,6 +554,8 @@ export class Redlock implements LockOperations {
   /** @internal */
   async releaseLock(lock: Lock): Promise<ReleaseResult> {
     const expired = this.clock.now() >= lock.deadline;
+    if (!expired && !lock.signal.aborted && this.handOver(lock))
+      return { released: true, expired: false, handedOver: true, nodes: [] };
     // Settles once a quorum confirmed: a hung node costs nothing here, its
     // request stays queued on its connection and its key expires anyway.
     const ballots = await this.sendRelease(
@@ -534,6 +577,34 @@ export class Redlock implements LockOperations {
         error,
       })),
     };
+  }
+
+  /**
+   * In-process handoff: when another caller of this process waits for the
+   * same resources, it gets the lease as it stands (same value, same keys,
+   * same validity deadline) without a round trip; the releasing lock is
+   * done with it. Only while at least half the lease is left (so the next
+   * holder starts with real validity) and for `localHandoff` leases in a
+   * row, after which the lock goes back through Redis and waiters of
+   * other processes get their chance.
+   */
+  private handOver(lock: Lock): boolean {
+    if (this.localHandoff === 0) return false;
+    if (lock.remaining() < lock.ttl / 2) return false;
+    return this.localQueue.handOver(
+      lock.keys.join('\n'),
+      lock,
+      this.localHandoff,
+      () =>
+        new Lock(
+          this,
+          lock.resources,
+          lock.keys,
+          lock.value,
+          lock.ttl,
+          lock.deadline,
+        ),
+    );
   }
 
   private sendRelease(

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RedlockNode } from './redlock-node.js';
 
@@ -6,19 +7,30 @@ interface Listening {
   /** The waiter's lock value (the release message may name it). */
   readonly value: string | undefined;
   readonly wake: () => void;
+  /** Nodes that announced a release to this waiter (bit i: node i). */
+  heard: number;
+  /** Wakes the waiter a little after the first announcement (see `deliver`). */
+  timer?: NodeJS.Timeout;
 }
 
 /**
+ * After the first node's announcement, how long to wait for a quorum of
+ * them before trying anyway (a node may name another waiter, or be down).
+ */
+const QUORUM_GRACE_MS = 5;
+
+/**
  * Hears release announcements (see the release script) and wakes the
- * waiters they concern. One subscriber connection per node, created on the
+ * waiters they name. One subscriber connection per node, created on the
  * first wait (a `duplicate()` of the node's client, owned and closed here)
- * and shared by every waiter of the process; no per-resource subscription:
- * one channel per node, `<metaPrefix>released`, carries `<key>\n<head>`.
+ * and shared by every waiter of the `Redlock` instance; one channel, no
+ * per-resource subscription: `<metaPrefix>w:<id>` carries `<key>\n<value>`
+ * for the waiter of this instance that has waited longest on that node.
  *
- * A message naming a waiter of this process wakes that one only, so the
- * waiters of many processes don't all rush the nodes at once; a message
- * naming someone elsewhere wakes nobody here (that waiter goes first; ours
- * keep their fallback timer). Per-key state lives only while someone waits.
+ * Only the named waiter wakes, in its process alone: the waiters of many
+ * processes don't all rush the nodes at once, and the other processes are
+ * not even woken up to read the message. Per-key state lives only while
+ * someone waits.
  */
 export class ReleaseListener {
   private readonly waiting = new Map<string, Set<Listening>>();
@@ -27,14 +39,27 @@ export class ReleaseListener {
   /** Release messages that woke a waiter (tests and the bench read it). */
   wakeups = 0;
 
+  /** This instance's name in the nodes' wait queues. */
+  readonly id = randomBytes(9).toString('base64url');
+  /** The channel the nodes announce releases to this instance on. */
+  readonly channel: string;
+
   constructor(
     private readonly nodes: readonly RedlockNode[],
-    readonly channel: string,
-  ) {}
+    metaPrefix: string,
+    /** Announcements that make a waiter try at once: the nodes release one by one. */
+    private readonly quorum: number,
+  ) {
+    this.channel = `${metaPrefix}w:${this.id}`;
+  }
+
+  /** How `value`'s waiter is named in the nodes' wait queues. */
+  member(value: string): string {
+    return `${this.id} ${value}`;
+  }
 
   /**
-   * Calls `wake` when a release of any of `keys` names `value` (or names no
-   * one). Returns the function that stops listening; call it once woken too.
+   * Calls `wake` when a release of any of `keys` names `value`. Returns the function that stops listening; call it once woken too.
    */
   listen(
     keys: readonly string[],
@@ -42,13 +67,14 @@ export class ReleaseListener {
     wake: () => void,
   ): () => void {
     this.subscribe();
-    const entry: Listening = { value, wake };
+    const entry: Listening = { value, wake, heard: 0 };
     for (const key of keys) {
       let set = this.waiting.get(key);
       if (!set) this.waiting.set(key, (set = new Set()));
       set.add(entry);
     }
     return () => {
+      clearTimeout(entry.timer);
       for (const key of keys) {
         const set = this.waiting.get(key);
         if (!set) continue;
@@ -75,7 +101,7 @@ export class ReleaseListener {
 
   private subscribe(): void {
     if (this.subscribers || this.closed) return;
-    this.subscribers = this.nodes.map((node) => {
+    this.subscribers = this.nodes.map((node, index) => {
       // A subscriber must never give up: ioredis reconnects and
       // re-subscribes by itself, and a waiter's fallback timer covers the
       // messages missed meanwhile.
@@ -86,7 +112,7 @@ export class ReleaseListener {
       });
       sub.on('error', () => undefined);
       sub.on('message', (_channel: string, message: string) =>
-        this.deliver(message),
+        this.deliver(message, index),
       );
       // Releases published before the subscription was live, or while it
       // was reconnecting, are lost: let everyone waiting try again.
@@ -103,17 +129,31 @@ export class ReleaseListener {
     });
   }
 
-  private deliver(message: string): void {
+  /**
+   * A release reaches the nodes one by one: a waiter woken by the first
+   * announcement would find the others still held, fail, and clean up. So
+   * it wakes once a quorum of nodes announced, or QUORUM_GRACE_MS after the
+   * first.
+   */
+  private deliver(message: string, node: number): void {
     const cut = message.lastIndexOf('\n');
-    const key = cut < 0 ? message : message.slice(0, cut);
-    const head = cut < 0 ? '' : message.slice(cut + 1);
+    const key = message.slice(0, cut);
+    const head = message.slice(cut + 1);
     const set = this.waiting.get(key);
     if (!set) return;
     for (const entry of set) {
-      if (head === '' || entry.value === head) {
-        this.wakeups++;
-        entry.wake();
-        if (head !== '') return;
+      if (entry.value === head) {
+        entry.heard |= 1 << (node % 31);
+        if (bitCount(entry.heard) >= this.quorum) {
+          this.wakeups++;
+          entry.wake();
+        } else if (!entry.timer) {
+          entry.timer = setTimeout(() => {
+            this.wakeups++;
+            entry.wake();
+          }, QUORUM_GRACE_MS);
+        }
+        return;
       }
     }
   }
@@ -122,4 +162,10 @@ export class ReleaseListener {
     for (const set of [...this.waiting.values()])
       for (const entry of [...set]) entry.wake();
   }
+}
+
+function bitCount(n: number): number {
+  let count = 0;
+  for (let v = n; v; v &= v - 1) count++;
+  return count;
 }

@@ -83,7 +83,7 @@ export class WakeOnRelease implements WaitStrategy {
 
   wait(context: WaitContext): Promise<void> {
     const { signal } = context;
-    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
     return new Promise((resolve, reject) => {
       const done = () => {
         clearTimeout(timer);
@@ -96,7 +96,7 @@ export class WakeOnRelease implements WaitStrategy {
       };
       const aborted = () => {
         done();
-        reject(signal?.reason);
+        reject(signal?.reason as Error);
       };
       const timer = setTimeout(woken, fallbackDelay(context));
       const stop = this.listener.listen(context.keys, context.value, woken);

@@ -50,7 +50,12 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
   const subscriptions = async () => {
     let count = 0;
     for (const client of admin) {
-      const list = (await client.client('LIST', 'TYPE', 'pubsub')) as string;
+      const list = (await client.call(
+        'CLIENT',
+        'LIST',
+        'TYPE',
+        'pubsub',
+      )) as string;
       for (const line of list.split('\n'))
         count += Number(/ sub=(\d+)/.exec(line)?.[1] ?? 0);
     }

@@ -79,7 +79,8 @@ describe('wake on release, local queue', () => {
     await new Promise((r) => setTimeout(r, 200));
     // Drop the waiter's subscriptions, then let the lock expire without a
     // release: no message is ever published.
-    for (const client of admin) await client.client('KILL', 'TYPE', 'pubsub');
+    for (const client of admin)
+      await client.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
     const wakeups = waiter.releases.wakeups;
     const lock = await pending;
     const elapsed = Date.now() - start;
@@ -107,7 +108,8 @@ describe('wake on release, local queue', () => {
     await new Promise((r) => setTimeout(r, 200));
     await first.release();
     await (await warm).release();
-    for (const client of admin) await client.client('KILL', 'TYPE', 'pubsub');
+    for (const client of admin)
+      await client.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
     await new Promise((r) => setTimeout(r, 500)); // ioredis reconnects and re-subscribes
     const second = await owner.acquire('sku:3', { ttl: 20_000 });
     const start = Date.now();

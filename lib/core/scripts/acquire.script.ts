@@ -4,10 +4,13 @@ import { defineScript } from './lua-script.js';
  * Takes every key of a lock on one node, all or nothing.
  *
  * KEYS: the lock keys. ARGV[1]: the lock value, ARGV[2]: the lease in ms.
- * Optional, for a caller that will wait: ARGV[3] the meta prefix and ARGV[4]
- * how long, in ms, its place in the wait queue lives unless renewed.
+ * Optional, for a caller that will wait: ARGV[3] the meta prefix, ARGV[4]
+ * how long, in ms, its place in the wait queue lives unless renewed, and
+ * ARGV[5] its name in the queue (`<listener id> <value>`), ARGV[6] how long,
+ * in ms, the head of the queue may wait before newcomers must queue.
  * Returns `{1, 0}` when granted, `{0, pttl}` when a key holds another value
- * (pttl: that key's remaining lease, so a waiter knows how long it may wait).
+ * (pttl: that key's remaining lease, so a waiter knows how long it may wait),
+ * `{0, -1}` when queued waiters go first (see below).
  *
  * Checking all keys before writing any makes a multi-resource lock atomic on
  * the node: two callers locking overlapping sets never hold half each, so
@@ -21,34 +24,69 @@ import { defineScript } from './lua-script.js';
  * when its place expires, renewed at each attempt), so the release script can
  * name the longest-waiting live waiter in its message and wake that one
  * instead of every waiter. Both sets expire with their last waiter; a granted
- * caller leaves them.
+ * caller leaves them. The member names the waiter's process (its listener
+ * id), so the message goes to that process alone.
+ *
+ * Bounded barging: a free key is refused (`{0, -1}`) to a caller that is
+ * not in its live queue once the head of that queue has waited ARGV[6] ms,
+ * and the caller takes its place at the back. Before that, a newcomer may
+ * take it: typically the holder that just released and asks again, which
+ * is already running and needs no wake-up, so letting it go on for a short
+ * while keeps the lock busy; past the bound the queue is served in order,
+ * so no waiter starves. Any queued waiter may take the lock (not only the
+ * head), so nodes whose queues differ never block each other.
  */
 export const ACQUIRE_SCRIPT = defineScript(
   'acquire',
   `
+local now
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = t[1] * 1000 + math.floor(t[2] / 1000)
+  end
+  return now
+end
+local function enqueue(key)
+  local life = tonumber(ARGV[4])
+  local q = ARGV[3] .. 'q:' .. key
+  local e = ARGV[3] .. 't:' .. key
+  redis.call('ZADD', q, 'NX', clock(), ARGV[5])
+  redis.call('ZADD', e, clock() + life, ARGV[5])
+  if redis.call('PTTL', q) < life then redis.call('PEXPIRE', q, life) end
+  if redis.call('PTTL', e) < life then redis.call('PEXPIRE', e, life) end
+end
 for i = 1, #KEYS do
   local current = redis.call('GET', KEYS[i])
   if current and current ~= ARGV[1] then
     local pttl = redis.call('PTTL', KEYS[i])
-    if ARGV[3] then
-      local t = redis.call('TIME')
-      local now = t[1] * 1000 + math.floor(t[2] / 1000)
-      local life = tonumber(ARGV[4])
-      local q = ARGV[3] .. 'q:' .. KEYS[i]
-      local e = ARGV[3] .. 't:' .. KEYS[i]
-      redis.call('ZADD', q, 'NX', now, ARGV[1])
-      redis.call('ZADD', e, now + life, ARGV[1])
-      if redis.call('PTTL', q) < life then redis.call('PEXPIRE', q, life) end
-      if redis.call('PTTL', e) < life then redis.call('PEXPIRE', e, life) end
-    end
+    if ARGV[3] then enqueue(KEYS[i]) end
     return {0, pttl}
+  end
+end
+if ARGV[3] then
+  for i = 1, #KEYS do
+    local q = ARGV[3] .. 'q:' .. KEYS[i]
+    if redis.call('EXISTS', q) == 1 and not redis.call('ZSCORE', q, ARGV[5]) then
+      local e = ARGV[3] .. 't:' .. KEYS[i]
+      local gone = redis.call('ZRANGEBYSCORE', e, '-inf', clock())
+      for j = 1, #gone do
+        redis.call('ZREM', q, gone[j])
+      end
+      redis.call('ZREMRANGEBYSCORE', e, '-inf', clock())
+      local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+      if head[2] and clock() - tonumber(head[2]) >= tonumber(ARGV[6]) then
+        enqueue(KEYS[i])
+        return {0, -1}
+      end
+    end
   end
 end
 for i = 1, #KEYS do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   if ARGV[3] then
-    redis.call('ZREM', ARGV[3] .. 'q:' .. KEYS[i], ARGV[1])
-    redis.call('ZREM', ARGV[3] .. 't:' .. KEYS[i], ARGV[1])
+    redis.call('ZREM', ARGV[3] .. 'q:' .. KEYS[i], ARGV[5])
+    redis.call('ZREM', ARGV[3] .. 't:' .. KEYS[i], ARGV[5])
   end
 end
 return {1, 0}

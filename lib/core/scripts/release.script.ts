@@ -9,10 +9,12 @@ import { defineScript } from './lua-script.js';
  * Returns how many keys it deleted.
  *
  * When someone waits for a deleted key (its wait queue exists, see the
- * acquire script), it publishes `<key>\n<value of the longest-waiting live
- * waiter>` on `<meta>released`, after dropping waiters whose place expired.
- * Without waiters nothing is published, so an uncontended release costs no
- * more than before.
+ * acquire script), it drops waiters whose place expired and tells the
+ * longest-waiting live one: `<key>\n<its value>` on `<meta>w:<its
+ * listener id>`, a channel only that waiter's process listens to (a
+ * broadcast would wake every waiting process for every release). Without
+ * waiters nothing is published, so an uncontended release costs no more
+ * than before.
  */
 export const RELEASE_SCRIPT = defineScript(
   'release',
@@ -34,7 +36,9 @@ for i = 1, #KEYS do
       redis.call('ZREMRANGEBYSCORE', e, '-inf', now)
       local head = redis.call('ZRANGE', q, 0, 0)
       if head[1] then
-        redis.call('PUBLISH', ARGV[2] .. 'released', KEYS[i] .. '\\n' .. head[1])
+        local sp = string.find(head[1], ' ', 1, true)
+        redis.call('PUBLISH', ARGV[2] .. 'w:' .. string.sub(head[1], 1, sp - 1),
+          KEYS[i] .. '\\n' .. string.sub(head[1], sp + 1))
       end
     end
   end
