@@ -73,6 +73,7 @@ const COLUMNS = {
   cpuPercent: ['CPU % core', 1],
   commandsPerSecPerNode: ['cmds/s/node', 0],
   lost: ['lost', 0],
+  failed: ['acquire failed', 0],
 };
 
 countCommands();

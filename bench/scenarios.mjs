@@ -166,6 +166,9 @@ export async function held(lib, { count, holdMs, nodes, tag }) {
     locks: acquiredCount,
     cpuPercent: (cpu / 1000 / elapsed) * 100,
     commandsPerSecPerNode: (commands / (elapsed / 1000)) / nodes,
-    lost: outcomes.filter((o) => o.lost).length + failed,
+    /** Locks whose watchdog lost them while held. */
+    lost: outcomes.filter((o) => o.lost).length,
+    /** Acquires that failed in the burst (one attempt each, no wait). */
+    failed,
   };
 }
