@@ -14,6 +14,12 @@ export interface ReleaseResult {
   readonly released: boolean;
   /** True when the lock's validity had already run out before the release (it may have been taken by another holder since). */
   readonly expired: boolean;
+  /**
+   * True when the lease went straight to another caller of this process
+   * waiting for the same resources (in-process handoff, see
+   * `localHandoff`): no node was asked, `nodes` is empty.
+   */
+  readonly handedOver?: boolean;
   /** Each node's answer (`granted`: our keys were there and are deleted; `busy`: they were gone already). */
   readonly nodes: readonly NodeVote[];
 }

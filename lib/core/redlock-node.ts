@@ -47,6 +47,37 @@ export class RedlockNode {
     }
   }
 
+  /**
+   * Runs a script once per call, all calls in one pipeline (one write, one
+   * round trip); calls answered NOSCRIPT are sent again with the source.
+   * Resolves with each call's reply, or its error.
+   */
+  async runPipeline(
+    script: LuaScript,
+    calls: readonly {
+      keys: readonly string[];
+      args: readonly (string | number)[];
+    }[],
+  ): Promise<unknown[]> {
+    const pipeline = this.client.pipeline();
+    for (const { keys, args } of calls)
+      pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
+    const results = (await pipeline.exec()) ?? [];
+    const missing = results
+      .map(([error], i) => (error?.message.startsWith('NOSCRIPT') ? i : -1))
+      .filter((i) => i >= 0);
+    if (missing.length) {
+      const again = this.client.pipeline();
+      for (const i of missing) {
+        const { keys, args } = calls[i];
+        again.eval(script.source, keys.length, ...keys, ...args);
+      }
+      const retried = (await again.exec()) ?? [];
+      missing.forEach((i, j) => (results[i] = retried[j]));
+    }
+    return results.map(([error, reply]) => error ?? reply);
+  }
+
   /** Closes the client if the library owns it; borrowed clients are left to their owner. */
   async close(): Promise<void> {
     if (!this.owned) return;

@@ -109,8 +109,19 @@ export interface RedlockOptions extends LockTimingOptions {
   quorum?: number;
   /** Monotonic clock; tests inject their own. */
   clock?: Clock;
-  /** How a waiting acquire waits between attempts. Default: jittered retry. */
+  /**
+   * How a waiting acquire waits between attempts. Default: `WakeOnRelease`,
+   * woken by the nodes' release messages, with the jittered retry as fallback.
+   */
   waitStrategy?: WaitStrategy;
+  /**
+   * In-process handoff: a lock released while another caller of the same
+   * process waits for the same resources passes to it without a Redis round
+   * trip (same lease, same validity deadline), at most this many times in a
+   * row before it goes back through Redis so other processes get their
+   * turn. 0 disables it. Default 8.
+   */
+  localHandoff?: number;
   /** Where warnings go. Default: `console`. */
   logger?: RedlockLogger;
 }
@@ -126,6 +137,7 @@ export const REDLOCK_DEFAULTS = {
   maxDefaultNodeTimeout: 100,
   keyPrefix: 'lock:',
   metaPrefix: 'redlock:',
+  localHandoff: 8,
   onLockLost: 'throw' as OnLockLost,
   fencing: false,
 } as const;

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ReleaseListener } from './release-listener.js';
 
 /**
  * What a waiting acquire knows when its attempt failed.
@@ -18,6 +19,8 @@ export interface WaitContext {
   readonly retryJitter: number;
   /** Aborts the wait. */
   readonly signal?: AbortSignal;
+  /** The value the waiting acquire will hold its lock with (release messages name waiters by it). */
+  readonly value?: string;
 }
 
 /**
@@ -35,6 +38,19 @@ export interface WaitStrategy {
   wait(context: WaitContext): Promise<void>;
 }
 
+/** `retryDelay` + 0..`retryJitter`, capped by the holder's lease and the time left. */
+function fallbackDelay({
+  remaining,
+  holderTtl,
+  retryDelay,
+  retryJitter,
+}: WaitContext): number {
+  let delay = retryDelay + Math.random() * retryJitter;
+  if (holderTtl !== undefined && holderTtl >= 0)
+    delay = Math.min(delay, holderTtl + 1);
+  return Math.min(delay, remaining);
+}
+
 /**
  * Waits `retryDelay` plus a random 0..`retryJitter` ms (so competing clients
  * desynchronise), never past the holder's remaining lease or the wait timeout.
@@ -42,20 +58,49 @@ export interface WaitStrategy {
  * @publicApi
  */
 export class JitteredRetry implements WaitStrategy {
-  async wait({
-    remaining,
-    holderTtl,
-    retryDelay,
-    retryJitter,
-    signal,
-  }: WaitContext): Promise<void> {
-    let delay = retryDelay + Math.random() * retryJitter;
-    if (holderTtl !== undefined && holderTtl >= 0)
-      delay = Math.min(delay, holderTtl + 1);
+  async wait(context: WaitContext): Promise<void> {
+    const { signal } = context;
     await sleep(
-      Math.min(delay, remaining),
+      fallbackDelay(context),
       undefined,
       signal ? { signal } : undefined,
     );
+  }
+}
+
+/**
+ * The default strategy: tries again as soon as a node announces the release
+ * of one of the keys (to this waiter, or to nobody in particular), and
+ * otherwise after the same fallback delay as {@link JitteredRetry}, so a
+ * lost message or a crashed holder (its lease runs out, nothing is
+ * announced) never strands a waiter for longer than that.
+ *
+ * @publicApi
+ */
+export class WakeOnRelease implements WaitStrategy {
+  /** @internal Created by `Redlock` with its nodes' listener. */
+  constructor(private readonly listener: ReleaseListener) {}
+
+  wait(context: WaitContext): Promise<void> {
+    const { signal } = context;
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        stop();
+        signal?.removeEventListener('abort', aborted);
+      };
+      const woken = () => {
+        done();
+        resolve();
+      };
+      const aborted = () => {
+        done();
+        reject(signal?.reason as Error);
+      };
+      const timer = setTimeout(woken, fallbackDelay(context));
+      const stop = this.listener.listen(context.keys, context.value, woken);
+      signal?.addEventListener('abort', aborted, { once: true });
+    });
   }
 }

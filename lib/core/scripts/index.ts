@@ -2,5 +2,5 @@ export * from './lua-script.js';
 export * from './acquire.script.js';
 export * from './release.script.js';
 export * from './extend.script.js';
-export * from './acquire-fenced.script.js';
 export * from './fence.script.js';
+export * from './extend-many.script.js';

@@ -1,0 +1,238 @@
+// `npm run bench`: this library against its peers and a raw-ioredis floor,
+// on 1 and 5 local Redis nodes, rounds interleaved (each round runs every
+// library once, in a rotated order) so machine noise hits all alike; the
+// tables report medians over rounds. Options:
+//   --quick            a short run (about 2 minutes)
+//   --rounds=N         rounds of scenarios 1-3 (default 3, quick 2)
+//   --hold-seconds=S   scenario 4 hold time (default 30, quick 3)
+//   --held-locks=N     scenario 4 lock count (default 10000, quick 2000)
+//   --held-ttl=MS      scenario 4 lease (default 10000, quick 1500)
+//   --nodes=1,5        topologies
+//   --scenarios=seq,par,hot,hotproc,held
+//   --libs=a,b         subset of libraries (names as printed)
+//   --no-write         don't write bench/RESULTS.md
+import { fork } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServers } from '../scripts/redis-nodes.mjs';
+import { ALL, createLib, FLOOR, OURS, PEERS } from './libs.mjs';
+import { held, hotInProcess, parallel, sequential, summarizeHot } from './scenarios.mjs';
+import { countCommands, internalClient, median, sleep } from './util.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const args = Object.fromEntries(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    return [k, v ?? true];
+  }),
+);
+const quick = Boolean(args.quick);
+const config = {
+  rounds: Number(args.rounds ?? (quick ? 2 : 3)),
+  seqMs: quick ? 400 : 1000,
+  parMs: quick ? 400 : 1000,
+  hotMs: quick ? 800 : 2000,
+  holdMs: Number(args['hold-seconds'] ?? (quick ? 3 : 30)) * 1000,
+  heldLocks: Number(args['held-locks'] ?? (quick ? 2000 : 10_000)),
+  topologies: String(args.nodes ?? '1,5').split(',').map(Number),
+  scenarios: String(args.scenarios ?? 'seq,par,hot,hotproc,held').split(','),
+  libs: args.libs ? String(args.libs).split(',') : ALL,
+  ttl: 10_000,
+  /** Scenario 4's lease: the watchdog extends about every third of it. */
+  heldTtl: Number(args['held-ttl'] ?? (quick ? 1500 : 10_000)),
+  wait: 10_000,
+  hotWorkers: 16,
+};
+
+const SCENARIOS = {
+  seq: { title: '1. Uncontended, sequential lock+unlock of distinct keys', main: 'pairsPerSec' },
+  par: { title: '2. Parallel: 64 workers on distinct keys', main: 'pairsPerSec' },
+  hot: { title: '3a. Contended: 16 workers in ONE process on one key, 1 ms hold', main: 'csPerSec' },
+  hotproc: { title: '3b. Contended: 16 workers in 16 processes on one key, 1 ms hold', main: 'csPerSec' },
+  held: { title: `4. Held: ${config.heldLocks} locks held with the watchdog for ${config.holdMs / 1000} s`, main: 'cpuPercent', lowerIsBetter: true },
+};
+const COLUMNS = {
+  pairsPerSec: ['pairs/s', 0],
+  acquireP50: ['acq p50 ms', 3],
+  acquireP99: ['acq p99 ms', 3],
+  releaseP50: ['rel p50 ms', 3],
+  releaseP99: ['rel p99 ms', 3],
+  cpuUsPerPair: ['CPU µs/pair', 1],
+  commandsPerPair: ['cmds/pair', 1],
+  csPerSec: ['CS/s', 0],
+  meanWaitMs: ['mean wait ms', 1],
+  p99WaitMs: ['p99 wait ms', 1],
+  maxWaitMs: ['max wait ms', 0],
+  minShare: ['min share', 2],
+  gaveUps: ['gave up', 0],
+  violations: ['violations', 0],
+  commandsPerCs: ['cmds/CS', 1],
+  locks: ['locks', 0],
+  cpuPercent: ['CPU % core', 1],
+  commandsPerSecPerNode: ['cmds/s/node', 0],
+  lost: ['lost', 0],
+  failed: ['acquire failed', 0],
+};
+
+countCommands();
+const t0 = Date.now();
+const log = (msg) => console.log(`[${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${msg}`);
+
+const servers = await startServers(6);
+const lockServers = servers.slice(0, 5);
+const checkerUrl = servers[5].url;
+const admin = lockServers.map((s) => internalClient(s.url));
+const serverVersion = (await admin[0].info('server')).match(/redis_version:(\S+)/)?.[1];
+const flush = () => Promise.all(admin.map((c) => c.flushall()));
+
+/** Worker processes for scenario 3b, forked once and reused by every run. */
+let children = [];
+async function forkChildren() {
+  children = await Promise.all(
+    Array.from({ length: config.hotWorkers }, () => {
+      const child = fork(join(here, 'worker.mjs'), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      return new Promise((resolve) => child.once('message', () => resolve(child)));
+    }),
+  );
+}
+function ask(child, msg) {
+  return new Promise((resolve, reject) => {
+    child.once('message', (reply) => (reply.error ? reject(new Error(reply.error)) : resolve(reply)));
+    child.send(msg);
+  });
+}
+
+async function hotInProcesses(name, urls, tag) {
+  const key = `hotp:${tag}`;
+  await Promise.all(children.map((c) => ask(c, { cmd: 'setup', lib: name, urls, opts: { ttl: config.ttl, wait: config.wait }, checkerUrl })));
+  const start = Date.now() + 50;
+  await sleep(50);
+  const replies = await Promise.all(children.map((c) => ask(c, { cmd: 'go', key, endAt: start + config.hotMs })));
+  const elapsed = Math.max(...replies.map((r) => r.finishedAt)) - start;
+  return summarizeHot(replies.map((r) => r.result), elapsed, replies.reduce((a, r) => a + r.commands, 0));
+}
+
+/** results[scenario][topology][lib] = list of per-round results */
+const results = {};
+function record(scenario, nodes, lib, value) {
+  ((results[scenario] ??= {})[nodes] ??= {})[lib] ??= [];
+  results[scenario][nodes][lib].push(value);
+}
+
+async function runOne(scenario, name, nodes, round) {
+  const urls = lockServers.slice(0, nodes).map((s) => s.url);
+  const tag = `${round}:${name}`;
+  await flush();
+  if (scenario === 'hotproc') return hotInProcesses(name, urls, tag);
+  const wait = scenario === 'hot' ? config.wait : 0;
+  const ttl = scenario === 'held' ? config.heldTtl : config.ttl;
+  const lib = await createLib(name, urls, { ttl, wait });
+  try {
+    if (scenario === 'seq') return await sequential(lib, { durationMs: config.seqMs, tag });
+    if (scenario === 'par') return await parallel(lib, { durationMs: config.parMs, tag });
+    if (scenario === 'hot') return await hotInProcess(lib, { durationMs: config.hotMs, workers: config.hotWorkers, tag });
+    if (scenario === 'held') return await held(lib, { count: config.heldLocks, holdMs: config.holdMs, nodes, tag });
+  } finally {
+    await lib.close();
+  }
+}
+
+try {
+  if (config.scenarios.includes('hotproc')) await forkChildren();
+  const rotating = config.scenarios.filter((s) => s !== 'held');
+  for (let round = 0; round < config.rounds; round++) {
+    for (const nodes of config.topologies) {
+      for (const scenario of rotating) {
+        const order = config.libs.map((_, i) => config.libs[(i + round) % config.libs.length]);
+        for (const name of order) {
+          const r = await runOne(scenario, name, nodes, round);
+          record(scenario, nodes, name, r);
+          log(`round ${round + 1} ${nodes} node(s) ${scenario} ${name}: ${brief(SCENARIOS[scenario].main, r)}`);
+        }
+      }
+    }
+  }
+  // Held locks run once per library (each run is itself a long average).
+  if (config.scenarios.includes('held')) {
+    for (const nodes of config.topologies) {
+      for (const name of config.libs.filter((l) => l !== FLOOR)) {
+        const r = await runOne('held', name, nodes, 0);
+        record('held', nodes, name, r);
+        log(`${nodes} node(s) held ${name}: ${brief('cpuPercent', r)} ${brief('commandsPerSecPerNode', r)} lost ${r.lost}`);
+      }
+    }
+  }
+} finally {
+  await Promise.all(
+    children.map((c) => {
+      const exited = new Promise((resolve) => c.once('exit', resolve));
+      c.send({ cmd: 'exit' });
+      return exited;
+    }),
+  );
+  await Promise.all(admin.map((c) => c.quit()));
+  await Promise.all(servers.map((s) => s.stop()));
+}
+
+function brief(metric, r) {
+  const [label, digits] = COLUMNS[metric];
+  return `${label} ${r[metric]?.toFixed(digits)}`;
+}
+
+const report = renderReport();
+console.log('\n' + report);
+if (!args['no-write']) {
+  writeFileSync(join(here, 'RESULTS.md'), report);
+  console.log(`written to bench/RESULTS.md (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+}
+
+function renderReport() {
+  const version = (pkg) => JSON.parse(readFileSync(join(here, '..', 'node_modules', pkg, 'package.json'), 'utf8')).version;
+  const ownVersion = JSON.parse(readFileSync(join(here, '..', 'package.json'), 'utf8')).version;
+  const lines = [
+    '# Benchmark results',
+    '',
+    `Command: \`npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}\`, ${new Date().toISOString().slice(0, 16)}Z, ${((Date.now() - t0) / 1000).toFixed(0)} s.`,
+    '',
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}, redis-server ${serverVersion}, ${process.platform}.`,
+    `Libraries: ${OURS} ${ownVersion} (default settings), ${PEERS.map((p) => `${p} ${version(p)}`).join(', ')}, ioredis ${version('ioredis')}.`,
+    `Peers poll every 10 ms when contended (redlock: retryDelay 10, retryJitter 5; redis-semaphore: retryInterval 10; redlock-universal: retryDelay 10). Lease ${config.ttl / 1000} s for all (scenario 4: ${config.heldTtl / 1000} s).`,
+    `Scenarios 1-3: median of ${config.rounds} interleaved rounds (${config.seqMs / 1000} s, ${config.parMs / 1000} s, ${config.hotMs / 1000} s per run). Scenario 4: one run per library.`,
+    'Figures are noisy on a small shared machine: compare ratios within this run, not across runs.',
+    '"× floor" and "× best peer" compare the first column (for CPU, lower is better, so the ratio is best/ours).',
+    '',
+  ];
+  for (const [scenario, { title, main, lowerIsBetter }] of Object.entries(SCENARIOS)) {
+    if (!results[scenario]) continue;
+    for (const nodes of config.topologies) {
+      const rows = results[scenario][nodes];
+      if (!rows) continue;
+      const medians = Object.fromEntries(
+        Object.entries(rows).map(([name, list]) => [
+          name,
+          Object.fromEntries(Object.keys(list[0]).map((k) => [k, median(list.map((r) => r[k]))])),
+        ]),
+      );
+      const metrics = Object.keys(Object.values(medians)[0]);
+      const better = (a, b) => (lowerIsBetter ? a < b : a > b);
+      const peerValues = PEERS.filter((p) => medians[p]?.[main] !== undefined).map((p) => medians[p][main]);
+      const bestPeer = peerValues.reduce((best, v) => (best === undefined || better(v, best) ? v : best), undefined);
+      const floor = medians[FLOOR]?.[main];
+      const ratio = (v, ref) =>
+        v === undefined || ref === undefined ? '' : (lowerIsBetter ? ref / v : v / ref).toFixed(2);
+      lines.push(`## ${title}, ${nodes} node${nodes > 1 ? 's' : ''}`, '');
+      const header = ['library', ...metrics.map((m) => COLUMNS[m]?.[0] ?? m), '× floor', '× best peer'];
+      lines.push(`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i ? '---:' : '---')).join('|')}|`);
+      for (const name of config.libs) {
+        const m = medians[name];
+        if (!m) continue;
+        const cells = metrics.map((k) => (m[k] === undefined ? '' : m[k].toFixed(COLUMNS[k]?.[1] ?? 2)));
+        lines.push(`| ${name === OURS ? `**${name}**` : name} | ${cells.join(' | ')} | ${ratio(m[main], floor)} | ${ratio(m[main], bestPeer)} |`);
+      }
+      lines.push('');
+    }
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,174 @@
+// The measured scenarios. Each takes a library adapter (see libs.mjs) and
+// returns plain numbers; every loop is bounded by time and by count.
+import { cpuSince, percentile, sent, sleep } from './util.mjs';
+
+const now = () => performance.now();
+
+/** 1. Sequential lock+unlock of distinct keys. */
+export async function sequential(lib, { durationMs, maxPairs = 200_000, tag }) {
+  const acquireMs = [];
+  const releaseMs = [];
+  const start = now();
+  const end = start + durationMs;
+  let i = 0;
+  while (now() < end && i < maxPairs) {
+    const t0 = now();
+    const handle = await lib.acquire(`seq:${tag}:${i++}`);
+    const t1 = now();
+    await lib.release(handle);
+    acquireMs.push(t1 - t0);
+    releaseMs.push(now() - t1);
+  }
+  const elapsed = now() - start;
+  acquireMs.sort((a, b) => a - b);
+  releaseMs.sort((a, b) => a - b);
+  return {
+    pairsPerSec: (i / elapsed) * 1000,
+    acquireP50: percentile(acquireMs, 50),
+    acquireP99: percentile(acquireMs, 99),
+    releaseP50: percentile(releaseMs, 50),
+    releaseP99: percentile(releaseMs, 99),
+  };
+}
+
+/** 2. `workers` concurrent loops on distinct keys. */
+export async function parallel(lib, { durationMs, workers = 64, maxPairs = 500_000, tag }) {
+  let pairs = 0;
+  const commands0 = sent.commands;
+  const cpu0 = process.cpuUsage();
+  const start = now();
+  const end = start + durationMs;
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      for (let i = 0; now() < end && pairs < maxPairs; i++) {
+        const handle = await lib.acquire(`par:${tag}:${w}:${i}`);
+        await lib.release(handle);
+        pairs++;
+      }
+    }),
+  );
+  const elapsed = now() - start;
+  return {
+    pairsPerSec: (pairs / elapsed) * 1000,
+    cpuUsPerPair: cpuSince(cpu0) / pairs,
+    commandsPerPair: (sent.commands - commands0) / pairs,
+  };
+}
+
+/**
+ * The loop of one contended worker: acquire the hot key, hold it 1 ms, release.
+ * `enter`/`exit` detect two holders at once (a violation).
+ */
+export async function hotWorker(lib, { key, endAt, enter, exit }) {
+  const waits = [];
+  let gaveUps = 0;
+  let violations = 0;
+  while (Date.now() < endAt) {
+    const t0 = now();
+    let handle;
+    try {
+      handle = await lib.acquire(key);
+    } catch {
+      gaveUps++;
+      continue;
+    }
+    waits.push(now() - t0);
+    if (!(await enter())) violations++;
+    await sleep(1);
+    await exit();
+    await lib.release(handle);
+  }
+  return { waits, gaveUps, violations };
+}
+
+/** Sums worker results into the contended figures. */
+export function summarizeHot(results, elapsedMs, commands) {
+  const waits = results.flatMap((r) => r.waits);
+  const count = waits.length;
+  const perWorker = results.map((r) => r.waits.length);
+  return {
+    csPerSec: (count / elapsedMs) * 1000,
+    meanWaitMs: count ? waits.reduce((a, b) => a + b, 0) / count : undefined,
+    maxWaitMs: count ? Math.max(...waits) : undefined,
+    p99WaitMs: percentile(waits.sort((a, b) => a - b), 99),
+    gaveUps: results.reduce((a, r) => a + r.gaveUps, 0),
+    violations: results.reduce((a, r) => a + r.violations, 0),
+    commandsPerCs: count ? commands / count : undefined,
+    /** The least served worker's share relative to an equal share (1 = fair). */
+    minShare: count ? Math.min(...perWorker) / (count / perWorker.length) : undefined,
+  };
+}
+
+/** 3a. `workers` contended workers sharing this process (and one library instance). */
+export async function hotInProcess(lib, { durationMs, workers = 16, tag }) {
+  let inside = 0;
+  const enter = async () => ++inside === 1;
+  const exit = async () => {
+    inside--;
+  };
+  const commands0 = sent.commands;
+  const start = Date.now();
+  const results = await Promise.all(
+    Array.from({ length: workers }, () =>
+      hotWorker(lib, { key: `hot:${tag}`, endAt: start + durationMs, enter, exit }),
+    ),
+  );
+  return summarizeHot(results, Date.now() - start, sent.commands - commands0);
+}
+
+/**
+ * 4. `count` locks held at once with the library's watchdog for `holdMs`:
+ * client CPU (share of one core) and commands per second per node over
+ * the steady window (acquire and release excluded).
+ */
+export async function held(lib, { count, holdMs, nodes, tag }) {
+  let release;
+  const until = new Promise((resolve) => {
+    release = resolve;
+  });
+  let acquiredCount = 0;
+  let failed = 0;
+  const holds = [];
+  const batch = 500;
+  for (let i = 0; i < count; i += batch) {
+    const acquired = [];
+    for (let j = i; j < Math.min(count, i + batch); j++) {
+      let signal;
+      acquired.push(new Promise((resolve) => (signal = resolve)));
+      const done = lib.hold(`held:${tag}:${j}`, until, () => {
+        acquiredCount++;
+        signal();
+      });
+      holds.push(
+        done.then(
+          (r) => r,
+          () => {
+            failed++;
+            signal();
+            return { lost: false, failed: true };
+          },
+        ),
+      );
+    }
+    await Promise.all(acquired);
+  }
+  await sleep(200);
+  const commands0 = sent.commands;
+  const cpu0 = process.cpuUsage();
+  const t0 = now();
+  await sleep(holdMs);
+  const elapsed = now() - t0;
+  const cpu = cpuSince(cpu0);
+  const commands = sent.commands - commands0;
+  release();
+  const outcomes = await Promise.all(holds);
+  return {
+    locks: acquiredCount,
+    cpuPercent: (cpu / 1000 / elapsed) * 100,
+    commandsPerSecPerNode: (commands / (elapsed / 1000)) / nodes,
+    /** Locks whose watchdog lost them while held. */
+    lost: outcomes.filter((o) => o.lost).length,
+    /** Acquires that failed in the burst (one attempt each, no wait). */
+    failed,
+  };
+}

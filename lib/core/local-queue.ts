@@ -1,0 +1,153 @@
+import type { Lock } from './lock.js';
+
+interface Turn {
+  /** true: go to Redis; a Lock: the lease handed over; false: timed out. */
+  readonly give: (mine: boolean | Lock) => void;
+}
+
+/** Callers of one process waiting for the same set of keys. */
+interface Line {
+  /** The lock of the caller whose turn it is, once it holds it. */
+  holder?: Lock;
+  readonly waiting: Turn[];
+  /** Watches the holder's validity for the first waiter (see `watchHolder`). */
+  timer?: NodeJS.Timeout;
+  /** Leases handed over in a row without going through Redis. */
+  streak: number;
+}
+
+/**
+ * Waiting acquires of one process for the same resources queue here, first
+ * come first served: only the caller whose turn it is talks to Redis, the
+ * others wait in-process, so a hundred waiters in one replica cost the nodes
+ * what one costs. The turn passes when its caller gives up, or its lock is
+ * released, lost, or runs out of validity. A line exists only while someone
+ * holds or waits: no per-resource state outlives its lock.
+ */
+export class LocalQueue {
+  private readonly lines = new Map<string, Line>();
+
+  /** @internal Lines alive (0 when no lock is held nor awaited). */
+  get size(): number {
+    return this.lines.size;
+  }
+
+  /**
+   * Waits for the caller's turn on `id`. Resolves `true` when it is ours
+   * (then `hold` or `leave` must follow), a `Lock` when the previous holder
+   * handed its lease over (already held: `hold` follows), `false` when
+   * `timeoutMs` ran out first; rejects with the signal's reason when aborted.
+   */
+  enter(
+    id: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<boolean | Lock> {
+    const line = this.lines.get(id);
+    if (!line) {
+      this.lines.set(id, { waiting: [], streak: 0 });
+      return Promise.resolve(true);
+    }
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    return new Promise((resolve, reject) => {
+      const finish = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', aborted);
+        const i = line.waiting.indexOf(turn);
+        if (i >= 0) line.waiting.splice(i, 1);
+      };
+      const turn: Turn = {
+        give: (mine) => {
+          finish();
+          resolve(mine);
+        },
+      };
+      const aborted = () => {
+        finish();
+        reject(signal?.reason as Error);
+      };
+      const timer = setTimeout(() => turn.give(false), timeoutMs);
+      signal?.addEventListener('abort', aborted, { once: true });
+      line.waiting.push(turn);
+      this.watchHolder(id, line);
+    });
+  }
+
+  /** The caller whose turn it is now holds `lock`; the turn passes when it is lost. */
+  hold(id: string, lock: Lock): void {
+    const line = this.lines.get(id);
+    if (!line) return;
+    line.holder = lock;
+    lock.signal.addEventListener('abort', () => this.leave(id, lock), {
+      once: true,
+    });
+    this.watchHolder(id, line);
+  }
+
+  /** The lock holding the turn on `id`, if any. */
+  holderOf(id: string): Lock | undefined {
+    return this.lines.get(id)?.holder;
+  }
+
+  /** True when `lock` holds the turn on `id` (so its release passes it on). */
+  holds(id: string, lock: Lock): boolean {
+    return this.lines.get(id)?.holder === lock;
+  }
+
+  /**
+   * Hands the lease of `lock` (which holds the turn) to the next waiter as
+   * `next`, skipping Redis, unless nobody waits or `maxStreak` leases were
+   * already handed over in a row (then the lock goes back through Redis, so
+   * waiters of other processes get their chance). Returns whether it did.
+   */
+  handOver(
+    id: string,
+    lock: Lock,
+    maxStreak: number,
+    next: () => Lock,
+  ): boolean {
+    const line = this.lines.get(id);
+    if (!line || line.holder !== lock || line.waiting.length === 0)
+      return false;
+    if (line.streak >= maxStreak) {
+      line.streak = 0;
+      return false;
+    }
+    line.streak++;
+    clearTimeout(line.timer);
+    line.timer = undefined;
+    line.holder = undefined;
+    line.waiting.shift()!.give(next());
+    return true;
+  }
+
+  /** Passes the turn to the next caller, or ends the line. `lock`: only if it still holds the turn. */
+  leave(id: string, lock?: Lock): void {
+    const line = this.lines.get(id);
+    if (!line || (lock && line.holder !== lock)) return;
+    clearTimeout(line.timer);
+    line.timer = undefined;
+    line.holder = undefined;
+    line.streak = 0;
+    const next = line.waiting.shift();
+    if (next) next.give(true);
+    else this.lines.delete(id);
+  }
+
+  /**
+   * A lock its caller never releases would block the line until each
+   * waiter's timeout: the first waiter watches the holder's validity and
+   * takes the turn when it runs out (the keys have expired on the nodes by then).
+   */
+  private watchHolder(id: string, line: Line): void {
+    if (line.timer || !line.holder || line.waiting.length === 0) return;
+    const holder = line.holder;
+    line.timer = setTimeout(() => {
+      line.timer = undefined;
+      if (line.holder !== holder) return;
+      if (holder.isHeld) this.watchHolder(id, line);
+      else this.leave(id, holder);
+    }, holder.remaining() + 1);
+    line.timer.unref();
+  }
+}

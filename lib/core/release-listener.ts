@@ -1,0 +1,180 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { RedlockNode } from './redlock-node.js';
+
+/** One waiting acquire, as the listener sees it. */
+interface Listening {
+  /** The waiter's lock value (the release message may name it). */
+  readonly value: string | undefined;
+  readonly wake: () => void;
+  /** Nodes that announced a release to this waiter (bit i: node i). */
+  heard: number;
+  /** Wakes the waiter a little after the first announcement (see `deliver`). */
+  timer?: NodeJS.Timeout;
+}
+
+/**
+ * After the first node's announcement, how long to wait for a quorum of
+ * them before trying anyway (a node may name another waiter, or be down).
+ */
+const QUORUM_GRACE_MS = 5;
+
+/**
+ * Hears release announcements (see the release script) and wakes the
+ * waiters they name. One subscriber connection per node, created on the
+ * first wait (a `duplicate()` of the node's client, owned and closed here)
+ * and shared by every waiter of the `Redlock` instance; one channel, no
+ * per-resource subscription: `<metaPrefix>w:<id>` carries `<key>\n<value>`
+ * for the waiter of this instance that has waited longest on that node.
+ *
+ * Only the named waiter wakes, in its process alone: the waiters of many
+ * processes don't all rush the nodes at once, and the other processes are
+ * not even woken up to read the message. Per-key state lives only while
+ * someone waits.
+ */
+export class ReleaseListener {
+  private readonly waiting = new Map<string, Set<Listening>>();
+  private subscribers?: Redis[];
+  private closed = false;
+  /** Release messages that woke a waiter (tests and the bench read it). */
+  wakeups = 0;
+
+  /** This instance's name in the nodes' wait queues. */
+  readonly id = randomBytes(9).toString('base64url');
+  /** The channel the nodes announce releases to this instance on. */
+  readonly channel: string;
+
+  constructor(
+    private readonly nodes: readonly RedlockNode[],
+    metaPrefix: string,
+    /** Announcements that make a waiter try at once: the nodes release one by one. */
+    private readonly quorum: number,
+  ) {
+    this.channel = `${metaPrefix}w:${this.id}`;
+  }
+
+  /** How `value`'s waiter is named in the nodes' wait queues. */
+  member(value: string): string {
+    return `${this.id} ${value}`;
+  }
+
+  /**
+   * Calls `wake` when a release of any of `keys` names `value`. Returns the function that stops listening; call it once woken too.
+   */
+  listen(
+    keys: readonly string[],
+    value: string | undefined,
+    wake: () => void,
+  ): () => void {
+    this.subscribe();
+    const entry: Listening = { value, wake, heard: 0 };
+    for (const key of keys) {
+      let set = this.waiting.get(key);
+      if (!set) this.waiting.set(key, (set = new Set()));
+      set.add(entry);
+    }
+    return () => {
+      clearTimeout(entry.timer);
+      for (const key of keys) {
+        const set = this.waiting.get(key);
+        if (!set) continue;
+        set.delete(entry);
+        if (set.size === 0) this.waiting.delete(key);
+      }
+    };
+  }
+
+  /** @internal Keys with a waiter listening (0 when nobody waits). */
+  get size(): number {
+    return this.waiting.size;
+  }
+
+  /** Closes the subscriber connections. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const subscribers = this.subscribers ?? [];
+    this.subscribers = undefined;
+    // A connection that is not ready (its node is down, it is reconnecting)
+    // cannot say QUIT and would keep the process waiting: just drop it.
+    await Promise.all(
+      subscribers.map((s) =>
+        s.status === 'ready'
+          ? s.quit().then(
+              () => undefined,
+              () => s.disconnect(),
+            )
+          : s.disconnect(),
+      ),
+    );
+  }
+
+  private subscribe(): void {
+    if (this.subscribers || this.closed) return;
+    this.subscribers = this.nodes.map((node, index) => {
+      // A subscriber must never give up: ioredis reconnects and
+      // re-subscribes by itself, and a waiter's fallback timer covers the
+      // messages missed meanwhile.
+      const sub = node.client.duplicate({
+        lazyConnect: false,
+        maxRetriesPerRequest: null,
+        enableAutoPipelining: false,
+      });
+      sub.on('error', () => undefined);
+      sub.on('message', (_channel: string, message: string) =>
+        this.deliver(message, index),
+      );
+      // Releases published before the subscription was live, or while it
+      // was reconnecting, are lost: let everyone waiting try again.
+      sub.subscribe(this.channel).then(
+        () => this.wakeAll(),
+        () => undefined,
+      );
+      let connected = false;
+      sub.on('ready', () => {
+        if (connected) setTimeout(() => this.wakeAll(), 20).unref();
+        connected = true;
+      });
+      return sub;
+    });
+  }
+
+  /**
+   * A release reaches the nodes one by one: a waiter woken by the first
+   * announcement would find the others still held, fail, and clean up. So
+   * it wakes once a quorum of nodes announced, or QUORUM_GRACE_MS after the
+   * first.
+   */
+  private deliver(message: string, node: number): void {
+    const cut = message.lastIndexOf('\n');
+    const key = message.slice(0, cut);
+    const head = message.slice(cut + 1);
+    const set = this.waiting.get(key);
+    if (!set) return;
+    for (const entry of set) {
+      if (entry.value === head) {
+        entry.heard |= 1 << (node % 31);
+        if (bitCount(entry.heard) >= this.quorum) {
+          this.wakeups++;
+          entry.wake();
+        } else if (!entry.timer) {
+          entry.timer = setTimeout(() => {
+            this.wakeups++;
+            entry.wake();
+          }, QUORUM_GRACE_MS);
+        }
+        return;
+      }
+    }
+  }
+
+  private wakeAll(): void {
+    for (const set of [...this.waiting.values()])
+      for (const entry of [...set]) entry.wake();
+  }
+}
+
+function bitCount(n: number): number {
+  let count = 0;
+  for (let v = n; v; v &= v - 1) count++;
+  return count;
+}

@@ -1,0 +1,198 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import { Redlock } from 'nestjs-redlock';
+import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
+import { closeAll, uniquePrefix } from '../utils/nodes.js';
+
+// Waiters wake on a release message; a lost message still ends in a grant
+// within the holder's lease. Own servers: the test kills pub/sub
+// connections (CLIENT KILL TYPE pubsub) and counts commands per node.
+describe('wake on release, local queue', () => {
+  let servers: RedisServer[];
+  let admin: Redis[];
+  const redlocks: Redlock[] = [];
+  const make = (
+    options: Partial<ConstructorParameters<typeof Redlock>[0]> = {},
+  ) => {
+    const redlock = new Redlock({
+      clients: servers.map((s) => s.url),
+      keyPrefix: uniquePrefix('wake'),
+      ...options,
+    });
+    redlocks.push(redlock);
+    return redlock;
+  };
+  const evalshaCalls = async () => {
+    let calls = 0;
+    for (const client of admin) {
+      const info = await client.info('commandstats');
+      calls += Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
+      calls += Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0);
+    }
+    return calls;
+  };
+
+  beforeAll(async () => {
+    servers = await startServers(3);
+    admin = servers.map((s) => s.client());
+  });
+  afterAll(async () => {
+    await Promise.all(redlocks.map((r) => r.quit()));
+    await closeAll(admin);
+    await Promise.all(servers.map((s) => s.stop()));
+  });
+
+  it('wakes a waiter in another process by the release message, long before its fallback retry', async () => {
+    const prefix = uniquePrefix('w');
+    const waiter = make({ keyPrefix: prefix });
+    const held = await make({ keyPrefix: prefix }).acquire('sku:1', {
+      ttl: 20_000,
+    });
+    // Fallback: retryDelay 5 s, and the holder's lease is 20 s: only a
+    // release message can get the waiter in before 5 s.
+    const start = Date.now();
+    const pending = waiter.acquire('sku:1', {
+      retryDelay: 5000,
+      retryJitter: 0,
+      waitTimeout: 8000,
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    await held.release();
+    const lock = await pending;
+    expect(Date.now() - start).toBeLessThan(5000);
+    expect(waiter.releases.wakeups).toBeGreaterThanOrEqual(1);
+    expect(lock.isHeld).toBe(true);
+    await lock.release();
+  });
+
+  it('still acquires within the holder lease when the release message is lost (pub/sub connections killed)', async () => {
+    const prefix = uniquePrefix('lost');
+    const owner = make({ keyPrefix: prefix });
+    const waiter = make({ keyPrefix: prefix });
+    const held = await owner.acquire('sku:2', { ttl: 1500 });
+    const start = Date.now();
+    const pending = waiter.acquire('sku:2', {
+      retryDelay: 5000,
+      retryJitter: 0,
+      waitTimeout: 8000,
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    // Drop the waiter's subscriptions, then let the lock expire without a
+    // release: no message is ever published.
+    for (const client of admin)
+      await client.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    const wakeups = waiter.releases.wakeups;
+    const lock = await pending;
+    const elapsed = Date.now() - start;
+    // Fallback bounded by the holder's PTTL (about 1.3 s left at the first
+    // attempt), not by retryDelay (5 s).
+    expect(elapsed).toBeLessThan(4000);
+    expect(elapsed).toBeGreaterThanOrEqual(1000);
+    expect(waiter.releases.wakeups - wakeups).toBe(0); // no message woke it
+    expect(lock.isHeld).toBe(true);
+    void held;
+    await lock.release();
+  });
+
+  it('wakes again after the subscriber reconnected (a released lock after CLIENT KILL is announced)', async () => {
+    const prefix = uniquePrefix('again');
+    const owner = make({ keyPrefix: prefix });
+    const waiter = make({ keyPrefix: prefix });
+    // Make sure the waiter is subscribed, then kill its subscriptions.
+    const first = await owner.acquire('sku:3', { ttl: 20_000 });
+    const warm = waiter.acquire('sku:3', {
+      retryDelay: 5000,
+      retryJitter: 0,
+      waitTimeout: 8000,
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    await first.release();
+    await (await warm).release();
+    for (const client of admin)
+      await client.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    await new Promise((r) => setTimeout(r, 500)); // ioredis reconnects and re-subscribes
+    const second = await owner.acquire('sku:3', { ttl: 20_000 });
+    const start = Date.now();
+    const pending = waiter.acquire('sku:3', {
+      retryDelay: 5000,
+      retryJitter: 0,
+      waitTimeout: 8000,
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    await second.release();
+    const lock = await pending;
+    expect(Date.now() - start).toBeLessThan(5000);
+    await lock.release();
+  });
+
+  it('100 waiters in one process cost the nodes what one waiter costs', async () => {
+    const prefix = uniquePrefix('queue');
+    const owner = make({ keyPrefix: prefix });
+    const waiting = make({ keyPrefix: prefix });
+    const holdMs = 1200;
+    const options = { retryDelay: 50, retryJitter: 50, waitTimeout: 20_000 };
+
+    const measure = async (resource: string, waiters: number) => {
+      const held = await owner.acquire(resource, { ttl: 10_000 });
+      const before = await evalshaCalls();
+      const pending = Array.from({ length: waiters }, () =>
+        waiting.acquire(resource, options).then((lock) => lock.release()),
+      );
+      await new Promise((r) => setTimeout(r, holdMs));
+      const during = (await evalshaCalls()) - before;
+      await held.release();
+      const results = await Promise.all(pending);
+      expect(results.every((r) => r.released)).toBe(true);
+      return during;
+    };
+    const one = await measure('one', 1);
+    const hundred = await measure('hundred', 100);
+    // Polling at 50-100 ms for 1.2 s on 3 nodes: some tens of scripts for
+    // one waiter; the same, not a hundred times more, for a hundred.
+    expect(one).toBeGreaterThan(0);
+    expect(hundred).toBeLessThanOrEqual(one * 2 + 15);
+    expect(waiting.localQueue.size).toBe(0);
+  });
+
+  it('serves waiters of one process first come, first served', async () => {
+    const prefix = uniquePrefix('fifo');
+    const redlock = make({ keyPrefix: prefix });
+    const held = await redlock.acquire('line');
+    const order: number[] = [];
+    const pending = Array.from({ length: 10 }, (_, i) =>
+      redlock.acquire('line', { waitTimeout: 10_000 }).then(async (lock) => {
+        order.push(i);
+        await lock.release();
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    await held.release();
+    await Promise.all(pending);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+
+  it('a local waiter times out with LockNotAcquiredError while the holder keeps the lock', async () => {
+    const redlock = make();
+    const held = await redlock.acquire('timeout', { ttl: 5000 });
+    const error = await redlock
+      .acquire('timeout', { waitTimeout: 150 })
+      .catch((e: unknown) => e);
+    expect((error as Error).name).toBe('LockNotAcquiredError');
+    await held.release();
+    expect(redlock.localQueue.size).toBe(0);
+  });
+
+  it('a local waiter takes its turn when the holder lets its lock expire without releasing it', async () => {
+    const redlock = make();
+    await redlock.acquire('abandoned', { ttl: 400 });
+    const start = Date.now();
+    const lock = await redlock.acquire('abandoned', {
+      waitTimeout: 5000,
+      retryDelay: 4000,
+      retryJitter: 0,
+    });
+    expect(Date.now() - start).toBeGreaterThanOrEqual(350);
+    expect(Date.now() - start).toBeLessThan(3000);
+    await lock.release();
+  });
+});
