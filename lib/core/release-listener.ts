@@ -97,14 +97,10 @@ export class ReleaseListener {
     // A connection that is not ready (its node is down, it is reconnecting)
     // cannot say QUIT and would keep the process waiting: just drop it.
     await Promise.all(
-      subscribers.map((s) =>
-        s.status === 'ready'
-          ? s.quit().then(
-              () => undefined,
-              () => s.disconnect(),
-            )
-          : s.disconnect(),
-      ),
+      subscribers.map(async (s) => {
+        if (s.status !== 'ready') return s.disconnect();
+        await s.quit().catch(() => s.disconnect());
+      }),
     );
   }
 
