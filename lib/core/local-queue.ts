@@ -38,6 +38,11 @@ export class LocalQueue {
    * handed its lease over (already held: `hold` follows), `false` when
    * `timeoutMs` ran out first; rejects with the signal's reason when aborted.
    */
+  /** True when a caller of this process already holds or waits for `id`. */
+  isBusy(id: string): boolean {
+    return this.lines.has(id);
+  }
+
   enter(
     id: string,
     timeoutMs: number,

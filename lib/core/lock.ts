@@ -40,6 +40,8 @@ export interface LockOperations {
 export class Lock {
   private released?: Promise<ReleaseResult>;
   private readonly controller = new AbortController();
+  /** @internal Whether the acquire had to wait for the resources (for `Redlock.stats`). */
+  waited = false;
 
   /**
    * The fencing token of each resource (decimal strings), when the lock was

@@ -4,7 +4,6 @@ import { RedlockModule } from 'nestjs-redlock';
 import { AppConfig } from './config/app-config.js';
 import { AppConfigModule } from './config/app-config.module.js';
 import { OrdersModule } from './orders/orders.module.js';
-import { LockStats } from './stats/lock-stats.js';
 import { StatsModule } from './stats/stats.module.js';
 import { StockModule } from './stock/stock.module.js';
 import { StoreModule } from './store/store.module.js';
@@ -16,14 +15,12 @@ import { StoreModule } from './store/store.module.js';
     StatsModule,
     // The same app on 1 or 5 (or any N) Redis masters: only REDIS_URLS changes.
     RedlockModule.forRootAsync({
-      imports: [StatsModule],
-      inject: [AppConfig, LockStats],
-      useFactory: (config: AppConfig, stats: LockStats) => ({
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) => ({
         clients: config.redisUrls,
         keyPrefix: `${config.keyPrefix}lock:`,
         metaPrefix: `${config.keyPrefix}redlock:`,
         waitTimeout: config.lockWaitTimeoutMs,
-        waitStrategy: stats,
       }),
     }),
     StockModule,

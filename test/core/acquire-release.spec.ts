@@ -98,9 +98,13 @@ describe('Redlock on five nodes: acquire, release, extend', () => {
 
   it('waits for a held resource and gets it once released', async () => {
     const lock = await redlock.acquire('handoff');
+    const before = { ...other.stats };
     setTimeout(() => void lock.release(), 100);
     const next = await other.acquire('handoff', { waitTimeout: 2000 });
     expect(next.isHeld).toBe(true);
+    expect(other.stats.acquired).toBe(before.acquired + 1);
+    expect(other.stats.waited).toBe(before.waited + 1);
+    expect(other.stats.retries).toBeGreaterThan(before.retries);
     await next.release();
   });
 

@@ -1,35 +1,21 @@
 import { Injectable } from '@nestjs/common';
-import {
-  JitteredRetry,
-  type WaitContext,
-  type WaitStrategy,
-} from 'nestjs-redlock';
+import { LockService } from 'nestjs-redlock';
 
 /** Counters the demo reads from `GET /stats`. */
 export interface LockStatsSnapshot {
-  /** Acquires that found their resources held and had to wait at least once. */
+  /** Acquires that found their resources held and had to wait. */
   lockWaits: number;
-  /** Retries after a busy attempt, over all acquires. */
+  /** Retries sent to Redis after a busy attempt, over all acquires. */
   lockRetries: number;
 }
 
-/**
- * The library's default wait strategy, counting how often acquires wait.
- * Plugged in through the module's `waitStrategy` option.
- */
+/** The library's own counters (`Redlock.stats`), as the demo reports them. */
 @Injectable()
-export class LockStats implements WaitStrategy {
-  private readonly inner = new JitteredRetry();
-  private waits = 0;
-  private retries = 0;
-
-  wait(context: WaitContext): Promise<void> {
-    if (context.attempt === 1) this.waits++;
-    this.retries++;
-    return this.inner.wait(context);
-  }
+export class LockStats {
+  constructor(private readonly locks: LockService) {}
 
   snapshot(): LockStatsSnapshot {
-    return { lockWaits: this.waits, lockRetries: this.retries };
+    const { waited, retries } = this.locks.redlock.stats;
+    return { lockWaits: waited, lockRetries: retries };
   }
 }
