@@ -3,7 +3,7 @@ export * from './lock.js';
 export * from './redlock.js';
 export * from './redlock-options.js';
 export * from './wait-strategy.js';
-export * from './watchdog.js';
+export type { WatchdogOptions } from './keep-alive.js';
 export { RedlockNode } from './redlock-node.js';
 export {
   compareFencingTokens,

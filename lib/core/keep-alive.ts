@@ -1,6 +1,17 @@
 import type { LockLostError } from '../errors/lock-lost.error.js';
 import type { Lock } from './lock.js';
-import type { WatchdogOptions } from './watchdog.js';
+
+/**
+ * Options of a watchdog (`Redlock.watch`, and `run()` / `@Locked` through it).
+ *
+ * @publicApi
+ */
+export interface WatchdogOptions {
+  /** Longest time in ms the lock is kept alive; then it counts as lost. Default: no bound. */
+  maxHold?: number;
+  /** Called once if the lock is lost. */
+  onLost?: (error: LockLostError) => void;
+}
 
 /** Extends many locks at once: one request per node for all of them. */
 export interface BatchExtender {
@@ -28,7 +39,7 @@ interface Watched {
  * its sixth in the same request per node, so 10,000 locks held at once cost
  * a few pipelines per lease, not 10,000 timers each sending its own command.
  * Failure, validity run out, or `maxHold` reached: the lock's signal aborts
- * and `onLost` is called once, as with {@link Watchdog}.
+ * and `onLost` is called once, once.
  */
 export class KeepAlive {
   private readonly watched = new Set<Watched>();

@@ -12,7 +12,7 @@ import {
   fenceCounterKey,
   issueFencingTokens,
 } from './fencing.js';
-import { KeepAlive } from './keep-alive.js';
+import { KeepAlive, type WatchdogOptions } from './keep-alive.js';
 import { LocalQueue } from './local-queue.js';
 import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
 import { poll, type Ballot, type Tally } from './poll.js';
@@ -374,7 +374,7 @@ export class Redlock implements LockOperations {
   }
 
   /**
-   * Acquires, runs `fn(lock)` while a {@link Watchdog} keeps the lock alive,
+   * Acquires, runs `fn(lock)` while the watchdog keeps the lock alive,
    * then releases it, also when `fn` throws (its error propagates unchanged).
    * If the lock was lost meanwhile, rejects with `LockLostError` carrying
    * `fn`'s outcome, unless `onLockLost` is `'ignore'`.
@@ -414,6 +414,17 @@ export class Redlock implements LockOperations {
     }
     if (outcome.status === 'rejected') throw outcome.reason;
     return outcome.value;
+  }
+
+  /**
+   * Keeps a lock you acquired yourself alive, as `using()` does: extended
+   * every third of its lease (with every other watched lock of this
+   * instance, in one pipeline per node) until the returned function is
+   * called, the lock is released or lost, or `maxHold` is reached. On loss,
+   * `lock.signal` aborts and `onLost` is called once.
+   */
+  watch(lock: Lock, options?: WatchdogOptions): () => void {
+    return this.keepAlive.watch(lock, options);
   }
 
   /** Closes the clients the library created; borrowed clients are left open. */

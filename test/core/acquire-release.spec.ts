@@ -142,6 +142,20 @@ describe('Redlock on five nodes: acquire, release, extend', () => {
     await lock.release();
   });
 
+  it('watch() keeps a lock acquired by hand alive past its lease until stopped', async () => {
+    const lock = await redlock.acquire('watched', { ttl: 300 });
+    const stop = redlock.watch(lock);
+    await new Promise((r) => setTimeout(r, 900)); // three leases
+    expect(lock.isHeld).toBe(true);
+    expect(await other.tryAcquire('watched')).toBeNull();
+    stop();
+    await new Promise((r) => setTimeout(r, 450)); // no longer extended
+    expect(lock.isHeld).toBe(false);
+    const next = await other.tryAcquire('watched');
+    expect(next).not.toBeNull();
+    await next!.release();
+  });
+
   it('locks several resources all or nothing', async () => {
     const a = await redlock.acquire(['multi:1', 'multi:2']);
     expect(await other.tryAcquire(['multi:2', 'multi:3'])).toBeNull();
