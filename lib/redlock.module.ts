@@ -39,8 +39,18 @@ import {
   providers: [
     {
       provide: REDLOCK,
-      useFactory: (options: RedlockModuleOptions) =>
-        new Redlock({ logger: new Logger(REDLOCK_LOGGER_CONTEXT), ...options }),
+      useFactory: async (options: RedlockModuleOptions) => {
+        const logger = new Logger(REDLOCK_LOGGER_CONTEXT);
+        const redlock = new Redlock({ logger, ...options });
+        // Start with connected nodes, so the first lock of the app does not
+        // spend its node timeout on connecting; a node that is down only
+        // costs this wait once, and locks work when a quorum comes up.
+        if (!(await redlock.ready()))
+          logger.warn(
+            `Fewer than a quorum (${redlock.quorum}) of Redis nodes connected within 5 s: locks fail until they do`,
+          );
+        return redlock;
+      },
       inject: [REDLOCK_MODULE_OPTIONS],
     },
     { provide: Redlock, useExisting: REDLOCK },

@@ -427,6 +427,33 @@ export class Redlock implements LockOperations {
     return this.keepAlive.watch(lock, options);
   }
 
+  /**
+   * Resolves `true` once a quorum of nodes is connected, or `false` after
+   * `timeoutMs` (it never rejects: nodes may come up later, and locks work
+   * as soon as a quorum answers). Until then, an acquire would spend its
+   * node timeout on connecting, and a single attempt (`tryAcquire`) right
+   * after start-up could fail as `unreachable`. `RedlockModule` awaits it
+   * before the application starts.
+   */
+  ready(timeoutMs = 5000): Promise<boolean> {
+    const connected = () =>
+      this.nodes.filter((n) => n.client.status === 'ready').length >=
+      this.quorum;
+    if (connected()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (result: boolean) => {
+        clearTimeout(timer);
+        for (const node of this.nodes) node.client.off('ready', check);
+        resolve(result);
+      };
+      const check = () => {
+        if (connected()) done(true);
+      };
+      const timer = setTimeout(() => done(connected()), timeoutMs);
+      for (const node of this.nodes) node.client.on('ready', check);
+    });
+  }
+
   /** Closes the clients the library created; borrowed clients are left open. */
   async quit(): Promise<void> {
     this.keepAlive.stop();

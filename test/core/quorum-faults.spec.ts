@@ -57,6 +57,18 @@ describe('quorum under node faults (own 5 servers)', () => {
     }
   }
 
+  it('ready() resolves true once a quorum is connected, false after its timeout otherwise', async () => {
+    const up = redlock();
+    expect(await up.ready()).toBe(true);
+    await up.quit();
+    await servers[0].kill();
+    await servers[1].kill();
+    await servers[2].kill();
+    const down = redlock();
+    expect(await down.ready(300)).toBe(false);
+    await down.quit();
+  });
+
   it('holds the lock with 2 of 5 nodes stopped', async () => {
     const lock = redlock();
     await lock.tryAcquire('warmup').then((l) => l?.release());
