@@ -26,10 +26,11 @@ describe('fencing tokens under node faults (own five servers)', () => {
       keyPrefix: KEY_PREFIX,
       metaPrefix: META_PREFIX,
       ttl: 1000,
-      nodeTimeout: 40,
+      nodeTimeout: 100,
       retryDelay: 5,
       retryJitter: 10,
-      waitTimeout: 5000,
+      // Generous: the machine may be loaded, and this test is about tokens.
+      waitTimeout: 15000,
       fencing: true,
     });
     redlocks.push(redlock);
