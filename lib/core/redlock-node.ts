@@ -1,6 +1,10 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { RedlockConfigError } from '../errors/redlock-config.error.js';
-import type { LuaScript } from './scripts/lua-script.js';
+import {
+  isNoScriptError,
+  runScript,
+  type LuaScript,
+} from './scripts/lua-script.js';
 import { show } from './timing.js';
 
 /**
@@ -28,23 +32,12 @@ export class RedlockNode {
   ) {}
 
   /** Runs a script by SHA, sending its source only if the node answers NOSCRIPT. */
-  async run(
+  run(
     script: LuaScript,
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
-    try {
-      return await this.client.evalsha(
-        script.sha,
-        keys.length,
-        ...keys,
-        ...args,
-      );
-    } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT'))
-        throw error;
-      return this.client.eval(script.source, keys.length, ...keys, ...args);
-    }
+    return runScript(this.client, script, keys, args);
   }
 
   /**
@@ -64,7 +57,7 @@ export class RedlockNode {
       pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
     const results = (await pipeline.exec()) ?? [];
     const missing = results
-      .map(([error], i) => (error?.message.startsWith('NOSCRIPT') ? i : -1))
+      .map(([error], i) => (isNoScriptError(error) ? i : -1))
       .filter((i) => i >= 0);
     if (missing.length) {
       const again = this.client.pipeline();

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { parseToken } from '../core/fencing.js';
 import type { Lock } from '../core/lock.js';
-import type { LuaScript } from '../core/scripts/lua-script.js';
+import { runScript } from '../core/scripts/lua-script.js';
 import { show } from '../core/timing.js';
 import { RedlockConfigError } from '../errors/redlock-config.error.js';
 import { StaleFencingTokenError } from '../errors/stale-fencing-token.error.js';
@@ -186,10 +186,12 @@ export class FencedStore {
       args.push(name, rest.length, ...(rest as (string | number | Buffer)[]));
     });
     args[1] = commands.length;
-    const reply = (await run(this.client, FENCED_WRITE_SCRIPT, keys, args)) as [
-      number,
-      unknown,
-    ];
+    const reply = (await runScript(
+      this.client,
+      FENCED_WRITE_SCRIPT,
+      keys,
+      args,
+    )) as [number, unknown];
     if (reply[0] !== 1)
       throw new StaleFencingTokenError(resource, token, String(reply[1]));
     return reply[1] as unknown[];
@@ -304,19 +306,4 @@ function checkResource(resource: unknown, field = 'resource'): void {
       field,
       `must be a non-empty string, got ${show(resource)}`,
     );
-}
-
-async function run(
-  client: Redis,
-  script: LuaScript,
-  keys: readonly string[],
-  args: readonly (string | number | Buffer)[],
-): Promise<unknown> {
-  try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT'))
-      throw error;
-    return client.eval(script.source, keys.length, ...keys, ...args);
-  }
 }

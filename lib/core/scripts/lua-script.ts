@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
 
 /**
  * A named Lua script with its SHA1 computed once, so nodes run it by
@@ -14,4 +15,24 @@ export interface LuaScript {
 /** Builds a {@link LuaScript}, hashing its source once at module load. */
 export function defineScript(name: string, source: string): LuaScript {
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+/** True for the error a node answers when it does not know a script's SHA. */
+export function isNoScriptError(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/** Runs a script by SHA, sending its source only if the node answers NOSCRIPT. */
+export async function runScript(
+  client: Redis,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number | Buffer)[],
+): Promise<unknown> {
+  try {
+    return await client.evalsha(script.sha, keys.length, ...keys, ...args);
+  } catch (error) {
+    if (!isNoScriptError(error)) throw error;
+    return client.eval(script.source, keys.length, ...keys, ...args);
+  }
 }
