@@ -569,19 +569,42 @@ export class Redlock implements LockOperations {
       this.decided,
     );
     const granted = ballots.filter((b) => b.outcome === 'granted').length;
-    const deadline = start + timing.ttl - timing.drift;
-    if (granted >= this.quorum && deadline > this.clock.now()) {
-      lock.ttl = timing.ttl;
+    const failure = this.settleExtension(
+      lock,
+      granted,
+      start,
+      timing.ttl,
+      this.clock.now(),
+    );
+    if (failure) throw new LockExtendError(lock.resources, failure, ballots);
+  }
+
+  /**
+   * Applies the outcome of an extension sent at `start` with lease `ttl`:
+   * with a quorum and validity left at `now`, the lock gets its new
+   * deadline; otherwise it is lost (its signal aborts) and taken back from
+   * the nodes that still hold it. Returns why it failed, if it did.
+   */
+  private settleExtension(
+    lock: Lock,
+    votes: number,
+    start: number,
+    ttl: number,
+    now: number,
+  ): string | undefined {
+    const deadline = start + ttl - (ttl * this.driftFactor + 2);
+    if (votes >= this.quorum && deadline > now) {
+      lock.ttl = ttl;
       lock.deadline = deadline;
-      return;
+      return undefined;
     }
     const reason =
-      granted >= this.quorum
+      votes >= this.quorum
         ? 'the quorum answered after the new validity ran out'
-        : `only ${granted} of ${this.quorum} needed nodes still held the lock`;
+        : `only ${votes} of ${this.quorum} needed nodes still held the lock`;
     lock.markLost(`extension failed: ${reason}`);
     void lock.release();
-    throw new LockExtendError(lock.resources, reason, ballots);
+    return reason;
   }
 
   /**
@@ -642,20 +665,8 @@ export class Redlock implements LockOperations {
     );
     const end = this.clock.now();
     locks.forEach((lock, i) => {
-      if (lock.isReleased) return;
-      const deadline = start + lock.ttl - (lock.ttl * this.driftFactor + 2);
-      if (votes[i] >= this.quorum && deadline > end) {
-        lock.deadline = deadline;
-        return;
-      }
-      lock.markLost(
-        `extension failed: ${
-          votes[i] >= this.quorum
-            ? 'the quorum answered after the new validity ran out'
-            : `only ${votes[i]} of ${this.quorum} needed nodes still held the lock`
-        }`,
-      );
-      void lock.release();
+      if (!lock.isReleased)
+        this.settleExtension(lock, votes[i], start, lock.ttl, end);
     });
   }
 
