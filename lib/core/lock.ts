@@ -42,6 +42,8 @@ export class Lock {
   private readonly controller = new AbortController();
   /** @internal Whether the acquire had to wait for the resources (for `Redlock.stats`). */
   waited = false;
+  /** @internal This lock's name in the nodes' wait queues, if it waited in them. */
+  queueName?: string;
 
   /**
    * The fencing token of each resource (decimal strings), when the lock was

@@ -24,7 +24,7 @@ export interface Tally {
  */
 export function poll(
   nodes: readonly RedlockNode[],
-  send: (node: RedlockNode) => Promise<unknown>,
+  send: (node: RedlockNode, index: number) => Promise<unknown>,
   judge: (reply: unknown) => 'granted' | 'busy',
   timeoutMs: number,
   decided: (tally: Tally) => boolean,
@@ -61,7 +61,7 @@ export function poll(
     nodes.forEach((node, i) => {
       let request: Promise<unknown>;
       try {
-        request = send(node);
+        request = send(node, i);
       } catch (error) {
         request = Promise.reject(
           error instanceof Error ? error : new Error(String(error)),

@@ -58,6 +58,14 @@ const VALUE_BYTES = 20;
  */
 const BARGE_WINDOW_MS = 250;
 
+/**
+ * How long a freed key is kept for the waiter its release wakes (see the
+ * wait-queue scripts): long enough for the message to arrive and the waiter
+ * to ask, on a loaded machine; short, because a waiter that crashed or
+ * missed the message keeps the key idle this long.
+ */
+const RESERVE_MS = 50;
+
 /** Locks per extend-many script call (a pipeline per node carries all calls of a tick). */
 const EXTEND_CHUNK = 500;
 
@@ -83,10 +91,28 @@ function randomValue(): string {
 
 /** The outcome of one acquire attempt. */
 interface Attempt {
+  /** When it was sent (clock ms). */
+  start: number;
   lock?: Lock;
   reason?: LockFailureReason;
   ballots: Ballot[];
   holderTtl?: number;
+}
+
+/** A waiting acquire's place in the nodes' wait queues (see WAIT_QUEUE_LUA). */
+interface QueuePlace {
+  /** How long, in ms, the place lives unless an attempt renews it. */
+  life: number;
+  /** When it first asked (wall clock ms), its rank on every node. */
+  arrival: number;
+  /** Its name in the queues. */
+  name: string;
+  /**
+   * Per node, when the latest attempt that node answered was sent (see
+   * `transferred`), recorded even for answers that came after the attempt
+   * was decided.
+   */
+  answeredAt: number[];
 }
 
 /**
@@ -314,41 +340,76 @@ export class Redlock implements LockOperations {
     );
     // Only waiters that listen for release messages take a place in the
     // nodes' queues: a polling waiter named head would be told in vain.
-    const queue =
+    // A release may give the key outright only to a single-resource lock
+    // without fencing (lease > 0 in its name, see transferred()).
+    const queue: QueuePlace | undefined =
       timing.waitTimeout > 0 && this.waitStrategy instanceof WakeOnRelease
-        ? queueLife
+        ? {
+            life: queueLife,
+            arrival: Date.now(),
+            name: this.releases.member(
+              value,
+              keys.length === 1 && !fencing ? Math.ceil(timing.ttl) : 0,
+            ),
+            answeredAt: [],
+          }
         : undefined;
-    for (let attempt = 1; ; attempt++) {
-      signal?.throwIfAborted();
-      const result = await this.attempt(
-        names,
-        keys,
-        value,
-        timing,
-        fencing,
-        queue,
-      );
-      if (result.lock) {
-        result.lock.waited = attempt > 1;
-        return result.lock;
-      }
-      const remaining = giveUpAt - this.clock.now();
-      if (remaining <= 0) throw this.notAcquired(names, attempt, result);
-      this.stats.retries++;
-      try {
-        await this.waitStrategy.wait({
+    let attempt = 0;
+    let given = 0;
+    try {
+      for (;;) {
+        signal?.throwIfAborted();
+        attempt++;
+        const result = await this.attempt(
+          names,
           keys,
-          attempt,
-          remaining,
-          holderTtl: result.holderTtl,
-          retryDelay: timing.retryDelay,
-          retryJitter: timing.retryJitter,
-          signal,
           value,
-        });
-      } catch (error) {
-        throw signal?.aborted ? signal.reason : error;
+          timing,
+          fencing,
+          queue,
+        );
+        if (result.lock) {
+          result.lock.waited = attempt > 1;
+          return result.lock;
+        }
+        const remaining = giveUpAt - this.clock.now();
+        if (remaining <= 0) throw this.notAcquired(names, attempt, result);
+        this.stats.retries++;
+        try {
+          await this.waitStrategy.wait({
+            keys,
+            attempt,
+            remaining,
+            holderTtl: result.holderTtl,
+            retryDelay: timing.retryDelay,
+            retryJitter: timing.retryJitter,
+            signal,
+            value,
+          });
+        } catch (error) {
+          throw signal?.aborted ? signal.reason : error;
+        } finally {
+          given = this.releases.takeGiven(value);
+        }
+        const lock =
+          given && queue
+            ? this.transferred(names, keys, value, timing, given, queue)
+            : undefined;
+        if (lock) {
+          lock.queueName = queue?.name;
+          lock.waited = true;
+          return lock;
+        }
       }
+    } catch (error) {
+      // Gave up (timeout, abort, outage): leave the nodes' wait queues, or
+      // releases would keep keys for a waiter that is gone.
+      if (queue !== undefined && attempt > 0)
+        await this.sendRelease(this.nodes, keys, value, timing.nodeTimeout, {
+          name: queue.name,
+          leave: true,
+        });
+      throw error;
     }
   }
 
@@ -467,7 +528,7 @@ export class Redlock implements LockOperations {
     value: string,
     timing: ResolvedTiming,
     fencing = false,
-    queueLife?: number,
+    queue?: QueuePlace,
   ): Promise<Attempt> {
     const start = this.clock.now();
     const ttl = Math.ceil(timing.ttl);
@@ -475,18 +536,29 @@ export class Redlock implements LockOperations {
     const counters = fencing
       ? keys.map((key) => fenceCounterKey(this.metaPrefix, key))
       : undefined;
-    const args: (string | number)[] = [value, ttl, fencing ? 1 : 0];
-    if (queueLife !== undefined)
-      args.push(
-        this.metaPrefix,
-        queueLife,
-        this.releases.member(value),
-        BARGE_WINDOW_MS,
-      );
+    const args: (string | number)[] = [
+      value,
+      ttl,
+      fencing ? 1 : 0,
+      this.metaPrefix,
+      queue?.life ?? 0,
+      queue?.name ?? this.releases.member(value),
+      BARGE_WINDOW_MS,
+      RESERVE_MS,
+      queue?.arrival ?? Date.now(),
+    ];
     const scriptKeys = counters ? [...keys, ...counters] : keys;
+    const answeredAt = queue?.answeredAt;
     const ballots = await poll(
       this.nodes,
-      (node) => node.run(ACQUIRE_SCRIPT, scriptKeys, args),
+      (node, i) => {
+        const reply = node.run(ACQUIRE_SCRIPT, scriptKeys, args);
+        if (!answeredAt) return reply;
+        return reply.then((r) => {
+          answeredAt[i] = Math.max(answeredAt[i] ?? start, start);
+          return r;
+        });
+      },
       (reply) => ((reply as [number, number])[0] === 1 ? 'granted' : 'busy'),
       timing.nodeTimeout,
       this.decided,
@@ -503,7 +575,8 @@ export class Redlock implements LockOperations {
         timing.ttl,
         start + timing.ttl - timing.drift,
       );
-      if (!counters) return { ballots, lock };
+      lock.queueName = queue?.name;
+      if (!counters) return { start, ballots, lock };
       // A second round, once the lock is held: see fencing.md.
       fencingFailure = await issueFencingTokens(
         this,
@@ -512,7 +585,7 @@ export class Redlock implements LockOperations {
         ballots,
         timing.nodeTimeout,
       );
-      if (!fencingFailure) return { ballots, lock };
+      if (!fencingFailure) return { start, ballots, lock };
     }
     // Not held: take back every grant, including grants whose reply was lost
     // (timeouts, errors, nodes still pending). A node that answered "busy"
@@ -521,7 +594,10 @@ export class Redlock implements LockOperations {
       (_, i) => ballots[i].outcome !== 'busy',
     );
     if (maybeOurs.length)
-      await this.sendRelease(maybeOurs, keys, value, timing.nodeTimeout);
+      await this.sendRelease(maybeOurs, keys, value, timing.nodeTimeout, {
+        name: queue?.name,
+        leave: queue === undefined,
+      });
     const answered = ballots.filter(
       (b) => b.outcome === 'granted' || b.outcome === 'busy',
     ).length;
@@ -538,10 +614,44 @@ export class Redlock implements LockOperations {
       .map((b) => (b.reply as [number, number])[1])
       .filter((ttl) => ttl >= 0);
     return {
+      start,
       ballots,
       reason,
       holderTtl: ttls.length ? Math.min(...ttls) : undefined,
     };
+  }
+
+  /**
+   * A waiter whose key a quorum of nodes gave it outright on release (see
+   * WAIT_QUEUE_LUA) holds the lock without asking again. Its validity must
+   * start no later than each of those grants, on our clock. For node i, take
+   * the send time of the latest attempt node i answered: if the grant came
+   * after that attempt ran, it is later than the send time; if before, that
+   * attempt found the key holding our value and set it again with our lease,
+   * after the send time. Either way the key lives at least until send time +
+   * lease (the take-back of a failed attempt leaves given keys, see the
+   * release script). A node that answered none of our attempts gives no
+   * such bound and is not counted.
+   */
+  private transferred(
+    names: string[],
+    keys: string[],
+    value: string,
+    timing: ResolvedTiming,
+    given: number,
+    { answeredAt }: QueuePlace,
+  ): Lock | undefined {
+    let votes = 0;
+    let since = Infinity;
+    answeredAt.forEach((at, i) => {
+      if (i >= 31 || !(given & (1 << i))) return; // see ReleaseListener.deliver
+      votes++;
+      since = Math.min(since, at);
+    });
+    if (votes < this.quorum) return undefined;
+    const deadline = since + Math.ceil(timing.ttl) - timing.drift;
+    if (deadline <= this.clock.now()) return undefined;
+    return new Lock(this, names, keys, value, timing.ttl, deadline);
   }
 
   private count(waited: boolean): void {
@@ -682,7 +792,11 @@ export class Redlock implements LockOperations {
       lock.keys,
       lock.value,
       this.timing.nodeTimeout,
-      (t) => t.granted >= this.quorum,
+      {
+        name: lock.queueName,
+        leave: true,
+        decided: (t) => t.granted >= this.quorum,
+      },
     );
     const deleted = ballots.filter((b) => b.outcome === 'granted').length;
     // The next caller of this process waiting for these resources goes now.
@@ -717,28 +831,52 @@ export class Redlock implements LockOperations {
       localLine(lock.keys, false),
       lock,
       this.localHandoff,
-      () =>
-        new Lock(
+      () => {
+        const next = new Lock(
           this,
           lock.resources,
           lock.keys,
           lock.value,
           lock.ttl,
           lock.deadline,
-        ),
+        );
+        next.queueName = lock.queueName;
+        return next;
+      },
     );
   }
 
+  /**
+   * Deletes a lock's keys where they still hold `value`. `leave`: the
+   * caller is done, so it leaves the nodes' wait queues; a failed attempt
+   * that will try again keeps its place.
+   */
   private sendRelease(
     nodes: readonly RedlockNode[],
     keys: readonly string[],
     value: string,
     timeout: number,
-    decided: (t: Tally) => boolean = () => false,
+    {
+      name,
+      leave,
+      decided = () => false,
+    }: {
+      /** The caller's name in the wait queues, if it waited in them. */
+      name?: string;
+      leave: boolean;
+      decided?: (t: Tally) => boolean;
+    },
   ): Promise<Ballot[]> {
+    const args = [
+      value,
+      this.metaPrefix,
+      name ?? '',
+      leave ? 1 : 0,
+      RESERVE_MS,
+    ];
     return poll(
       nodes,
-      (node) => node.run(RELEASE_SCRIPT, keys, [value, this.metaPrefix]),
+      (node) => node.run(RELEASE_SCRIPT, keys, args),
       (reply) => ((reply as number) > 0 ? 'granted' : 'busy'),
       timeout,
       decided,

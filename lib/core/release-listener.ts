@@ -34,6 +34,8 @@ const QUORUM_GRACE_MS = 5;
  */
 export class ReleaseListener {
   private readonly waiting = new Map<string, Set<Listening>>();
+  /** Keys given outright to a listening waiter, by its value (see `takeGiven`). */
+  private readonly given = new Map<string, number>();
   private subscribers?: Redis[];
   private closed = false;
   /** Release messages that woke a waiter (tests and the bench read it). */
@@ -53,9 +55,22 @@ export class ReleaseListener {
     this.channel = `${metaPrefix}w:${this.id}`;
   }
 
-  /** How `value`'s waiter is named in the nodes' wait queues. */
-  member(value: string): string {
-    return `${this.id} ${value}`;
+  /**
+   * How `value`'s waiter is named in the nodes' wait queues; `lease` above
+   * 0 lets a release give it the key outright (see WAIT_QUEUE_LUA).
+   */
+  member(value: string, lease = 0): string {
+    return `${this.id} ${value} ${lease}`;
+  }
+
+  /**
+   * The nodes (bit i: node i) whose release gave `value`'s waiter the key
+   * while it listened, since the last call; forgets them.
+   */
+  takeGiven(value: string): number {
+    const given = this.given.get(value) ?? 0;
+    this.given.delete(value);
+    return given;
   }
 
   /**
@@ -141,14 +156,21 @@ export class ReleaseListener {
    * first.
    */
   private deliver(message: string, node: number): void {
-    const cut = message.lastIndexOf('\n');
+    // `<key>\n<value>\n<1 given | 0 kept>`; the key may hold newlines.
+    const flag = message.lastIndexOf('\n');
+    const cut = message.lastIndexOf('\n', flag - 1);
     const key = message.slice(0, cut);
-    const head = message.slice(cut + 1);
+    const head = message.slice(cut + 1, flag);
     const set = this.waiting.get(key);
     if (!set) return;
     for (const entry of set) {
       if (entry.value === head) {
-        entry.heard |= 1 << (node % 31);
+        // Past 31 nodes the bits run out: such a node never counts as given
+        // (the waiter asks instead) and wakes by the grace timer.
+        const bit = node < 31 ? 1 << node : 0;
+        if (message.endsWith('1'))
+          this.given.set(head, (this.given.get(head) ?? 0) | bit);
+        entry.heard |= bit;
         if (bitCount(entry.heard) >= this.quorum) {
           this.wakeups++;
           entry.wake();

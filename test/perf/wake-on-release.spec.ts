@@ -125,6 +125,133 @@ describe('wake on release, local queue', () => {
     await lock.release();
   });
 
+  it('a release gives the key to the waiter of another process: it holds the lock without asking again', async () => {
+    const prefix = uniquePrefix('give');
+    const waiter = make({ keyPrefix: prefix });
+    const held = await make({ keyPrefix: prefix }).acquire('sku:g', {
+      ttl: 20_000,
+    });
+    const pending = waiter.acquire('sku:g', {
+      ttl: 5000,
+      retryDelay: 5000,
+      retryJitter: 0,
+      waitTimeout: 8000,
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const before = await evalshaCalls();
+    await held.release();
+    const lock = await pending;
+    // The holder's release ran once per node; the waiter sent nothing.
+    expect((await evalshaCalls()) - before).toBe(servers.length);
+    const key = `${prefix}sku:g`;
+    const values = await Promise.all(admin.map((c) => c.get(key)));
+    expect(values.filter((v) => v === lock.value).length).toBe(servers.length);
+    // The validity the waiter counts never outlives the keys' own lease.
+    const pttls = await Promise.all(admin.map((c) => c.pttl(key)));
+    expect(lock.remaining()).toBeGreaterThan(4000);
+    expect(lock.remaining()).toBeLessThanOrEqual(Math.min(...pttls) + 1);
+    await lock.release();
+    expect(await Promise.all(admin.map((c) => c.exists(key)))).toEqual(
+      servers.map(() => 0),
+    );
+  });
+
+  it('a waiter that gave up leaves the queues: the next release gives the key to nobody', async () => {
+    const prefix = uniquePrefix('gone');
+    const owner = make({ keyPrefix: prefix });
+    const quitter = make({ keyPrefix: prefix });
+    const held = await owner.acquire('sku:q', { ttl: 20_000 });
+    const error = await quitter
+      .acquire('sku:q', { waitTimeout: 200 })
+      .catch((e: unknown) => e);
+    expect((error as Error).name).toBe('LockNotAcquiredError');
+    await held.release();
+    // Had it kept its place, the key would now hold its value for 10 s.
+    const lock = await make({ keyPrefix: prefix }).tryAcquire('sku:q');
+    expect(lock).not.toBeNull();
+    await lock?.release();
+  });
+
+  it('a freed key goes to the longest waiter, not to a newcomer; multi-resource waiters ask for it', async () => {
+    const prefix = uniquePrefix('keep');
+    const owner = make({ keyPrefix: prefix });
+    const waiter = make({ keyPrefix: prefix });
+    const newcomer = make({ keyPrefix: prefix });
+    const held = await owner.acquire(['a', 'b'], { ttl: 20_000 });
+    const pending = waiter.acquire(['a', 'b'], {
+      retryDelay: 5000,
+      retryJitter: 0,
+      waitTimeout: 8000,
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    await held.release();
+    // The keys are kept for the waiter (it was woken and asks): a newcomer
+    // asking at once is refused even if it gets there first.
+    expect(await newcomer.tryAcquire('a')).toBeNull();
+    const lock = await pending;
+    expect(lock.resources).toEqual(['a', 'b']);
+    await lock.release();
+  });
+
+  it('waiters of different processes get the lock in the order they asked', async () => {
+    const prefix = uniquePrefix('order');
+    const holder = make({ keyPrefix: prefix });
+    const held = await holder.acquire('line', { ttl: 20_000 });
+    const order: number[] = [];
+    const pending: Promise<void>[] = [];
+    for (let i = 0; i < 6; i++) {
+      const replica = make({ keyPrefix: prefix });
+      pending.push(
+        replica
+          .acquire('line', { retryDelay: 5000, waitTimeout: 10_000 })
+          .then(async (lock) => {
+            order.push(i);
+            await lock.release();
+          }),
+      );
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    await held.release();
+    await Promise.all(pending);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it('handoffs between processes never let two holders in, also while release messages are lost', async () => {
+    const prefix = uniquePrefix('excl');
+    const replicas = Array.from({ length: 6 }, () =>
+      make({ keyPrefix: prefix }),
+    );
+    let inside = 0;
+    let overlaps = 0;
+    let sections = 0;
+    const work = async (redlock: Redlock) => {
+      for (let i = 0; i < 25; i++) {
+        await redlock.using(
+          'hot',
+          async () => {
+            if (++inside > 1) overlaps++;
+            await new Promise((r) => setTimeout(r, 1));
+            inside--;
+            sections++;
+          },
+          { waitTimeout: 20_000 },
+        );
+      }
+    };
+    const killer = (async () => {
+      for (let k = 0; k < 3; k++) {
+        await new Promise((r) => setTimeout(r, 150));
+        for (const client of admin)
+          await client.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      }
+    })();
+    await Promise.all([...replicas.map(work), killer]);
+    expect(sections).toBe(150);
+    expect(overlaps).toBe(0);
+    const given = replicas.reduce((n, r) => n + r.releases.wakeups, 0);
+    expect(given).toBeGreaterThan(0);
+  });
+
   it('100 waiters in one process cost the nodes what one waiter costs', async () => {
     const prefix = uniquePrefix('queue');
     const owner = make({ keyPrefix: prefix });

@@ -1,44 +1,58 @@
 import { defineScript } from './lua-script.js';
+import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
 
 /**
  * Deletes the keys of a lock on one node, but only those that still hold our
  * value: a key that expired and was taken by another holder is left alone.
  * A client-side GET then DEL would race with that expiry.
  *
- * KEYS: the lock keys. ARGV[1]: the lock value, ARGV[2]: the meta prefix.
- * Returns how many keys it deleted.
+ * KEYS: the lock keys. ARGV[1]: the lock value, ARGV[2]: the meta prefix,
+ * ARGV[3]: the caller's name in the wait queues (`<listener id> <value> <lease>`),
+ * ARGV[4]: `1` when the caller is done (it leaves the queues), `0` when it
+ * takes back a failed attempt and still waits (it keeps its place),
+ * ARGV[5]: how long, in ms, a freed key is kept for the next waiter.
+ * Returns how many keys it deleted. A failed attempt's take-back leaves a
+ * key that a release gave to the caller (`g:<key>`): the caller counts
+ * that node from the message, whatever its attempt did.
  *
- * When someone waits for a deleted key (its wait queue exists, see the
- * acquire script), it drops waiters whose place expired and tells the
- * longest-waiting live one: `<key>\n<its value>` on `<meta>w:<its
- * listener id>`, a channel only that waiter's process listens to (a
- * broadcast would wake every waiting process for every release). Without
- * waiters nothing is published, so an uncontended release costs no more
- * than before.
+ * When someone else waits for a deleted key (see WAIT_QUEUE_LUA), the key
+ * goes to the longest-waiting live waiter (given outright, or kept for it
+ * ARGV[5] ms) and that waiter is told on `<meta>w:<its listener id>`, a
+ * channel only its process listens to (a broadcast would wake every
+ * waiting process for every release). Without waiters nothing is written
+ * or published, so an uncontended release costs no more than a plain
+ * compare-and-delete.
  */
 export const RELEASE_SCRIPT = defineScript(
   'release',
-  `
+  WAIT_QUEUE_LUA +
+    `
+local meta, member = ARGV[2], ARGV[3]
 local deleted = 0
 for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then
-    redis.call('DEL', KEYS[i])
+  local key = KEYS[i]
+  local queued = redis.call('EXISTS', meta .. 'q:' .. key) == 1
+  if queued and ARGV[4] == '1' then
+    redis.call('ZREM', meta .. 'q:' .. key, member)
+    redis.call('ZREM', meta .. 't:' .. key, member)
+  end
+  if redis.call('GET', key) == ARGV[1] and (ARGV[4] == '1'
+      or redis.call('GET', meta .. 'g:' .. key) ~= ARGV[1]) then
+    redis.call('DEL', key, meta .. 'g:' .. key)
     deleted = deleted + 1
-    local q = ARGV[2] .. 'q:' .. KEYS[i]
-    if redis.call('EXISTS', q) == 1 then
-      local e = ARGV[2] .. 't:' .. KEYS[i]
-      local t = redis.call('TIME')
-      local now = t[1] * 1000 + math.floor(t[2] / 1000)
-      local gone = redis.call('ZRANGEBYSCORE', e, '-inf', now)
-      for j = 1, #gone do
-        redis.call('ZREM', q, gone[j])
-      end
-      redis.call('ZREMRANGEBYSCORE', e, '-inf', now)
-      local head = redis.call('ZRANGE', q, 0, 0)
-      if head[1] then
-        local sp = string.find(head[1], ' ', 1, true)
-        redis.call('PUBLISH', ARGV[2] .. 'w:' .. string.sub(head[1], 1, sp - 1),
-          KEYS[i] .. '\\n' .. string.sub(head[1], sp + 1))
+    if queued then
+      if ARGV[4] == '1' then
+        local waiter = nextWaiter(meta, key, member)
+        if waiter then handTo(meta, key, waiter, ARGV[5]) end
+      else
+        -- A failed attempt: if the caller is next anyway, keep the key for
+        -- it (it tries again) as the other nodes do, else for the head.
+        local waiter = nextWaiter(meta, key, nil)
+        if waiter == member then
+          redis.call('SET', meta .. 'r:' .. key, member, 'PX', ARGV[5])
+        elseif waiter then
+          handTo(meta, key, waiter, ARGV[5])
+        end
       end
     end
   end
