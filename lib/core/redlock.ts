@@ -58,14 +58,6 @@ const VALUE_BYTES = 20;
  */
 const BARGE_WINDOW_MS = 250;
 
-/**
- * How long a freed key is kept for the waiter its release wakes (see the
- * wait-queue scripts): long enough for the message to arrive and the waiter
- * to ask, on a loaded machine; short, because a waiter that crashed or
- * missed the message keeps the key idle this long.
- */
-const RESERVE_MS = 50;
-
 /** Locks per extend-many script call (a pipeline per node carries all calls of a tick). */
 const EXTEND_CHUNK = 500;
 
@@ -544,7 +536,6 @@ export class Redlock implements LockOperations {
       queue?.life ?? 0,
       queue?.name ?? this.releases.member(value),
       BARGE_WINDOW_MS,
-      RESERVE_MS,
       queue?.arrival ?? Date.now(),
     ];
     const scriptKeys = counters ? [...keys, ...counters] : keys;
@@ -867,13 +858,7 @@ export class Redlock implements LockOperations {
       decided?: (t: Tally) => boolean;
     },
   ): Promise<Ballot[]> {
-    const args = [
-      value,
-      this.metaPrefix,
-      name ?? '',
-      leave ? 1 : 0,
-      RESERVE_MS,
-    ];
+    const args = [value, this.metaPrefix, name ?? '', leave ? 1 : 0];
     return poll(
       nodes,
       (node) => node.run(RELEASE_SCRIPT, keys, args),

@@ -9,14 +9,12 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  * fencing, else `0`, ARGV[4]: the meta prefix, ARGV[5]: how long, in ms, a
  * refused caller's place in the wait queue lives unless renewed (`0`: a
  * single attempt, it takes no place), ARGV[6]: the caller's name in the
- * queues (`<listener id> <value> <lease>`), ARGV[7]: how long, in ms, the head of a
- * queue may wait before newcomers must queue behind it, ARGV[8]: how long,
- * in ms, a key this caller cannot use now is kept for the next waiter,
- * ARGV[9]: when the caller first asked (its wall clock, ms): its place in
- * every node's queue, so that all nodes rank their waiters alike (node
- * clocks and arrival orders differ, and nodes that disagree on who is next
- * split their votes and nobody gets the lock). Clamped to the node's last
- * second, so a client whose clock runs behind cannot jump far ahead.
+ * queues (`<listener id> <value> <lease>`), ARGV[7]: how long, in ms, the
+ * head of a queue may wait before newcomers must queue behind it, ARGV[8]:
+ * when the caller first asked (its wall clock, ms): its place in every
+ * node's queue, so that all nodes rank their waiters alike (node clocks and
+ * arrival orders differ). Clamped to the node's last second, so a client
+ * whose clock runs behind cannot jump far ahead.
  * Returns `{1, 0}` when granted (with fencing `{1, 0, counter1, ...,
  * countern}`, counters as decimal strings, `"0"` when absent: they are only
  * read here and raised by `FENCE_SCRIPT` once the client holds the lock),
@@ -33,15 +31,15 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  *
  * Waiting (see WAIT_QUEUE_LUA; only a hint, never needed for safety):
  * - a refused caller takes a place in the queue of the key that refused it
- *   and keeps it, granted or not, until it releases (so a lock whose
- *   attempt failed on the other nodes keeps its turn here);
- * - a key kept for another waiter (`r:<key>`) is refused;
+ *   and keeps it, granted or not, until it releases or gives up (so a lock
+ *   whose attempt failed on other nodes keeps its turn here);
  * - bounded barging: a free key is refused to a caller that is not in its
  *   live queue once the head of that queue has waited ARGV[7] ms. Before
- *   that, a newcomer may take a free key that nobody was woken for;
- * - a refused caller hands any key kept for it to the next waiter: it
- *   cannot use it now (another key of its lock is busy), and a key kept
- *   idle for a waiter that cannot take it is how multi-key locks convoy.
+ *   that, a newcomer may take a free key: typically the holder that just
+ *   released and asks again, which keeps a hot lock busy; past the bound
+ *   the queue is served in order, so no waiter starves. Any queued waiter
+ *   may take a free key, not only the head, so a multi-resource waiter
+ *   blocked on another key keeps nobody waiting.
  */
 export const ACQUIRE_SCRIPT = defineScript(
   'acquire',
@@ -54,21 +52,13 @@ local function refuse(key, pttl)
   if life > 0 then
     local q = meta .. 'q:' .. key
     local e = meta .. 't:' .. key
-    local arrival = tonumber(ARGV[9])
+    local arrival = tonumber(ARGV[8])
     if arrival > clock() then arrival = clock() end
     if arrival < clock() - 1000 then arrival = clock() - 1000 end
     redis.call('ZADD', q, 'NX', arrival, member)
     redis.call('ZADD', e, clock() + life, member)
     if redis.call('PTTL', q) < life then redis.call('PEXPIRE', q, life) end
     if redis.call('PTTL', e) < life then redis.call('PEXPIRE', e, life) end
-  end
-  for i = 1, n do
-    local r = meta .. 'r:' .. KEYS[i]
-    if redis.call('GET', r) == member then
-      redis.call('DEL', r)
-      local waiter = nextWaiter(meta, KEYS[i], member)
-      if waiter then handTo(meta, KEYS[i], waiter, ARGV[8]) end
-    end
   end
   return {0, pttl}
 end
@@ -78,25 +68,17 @@ for i = 1, n do
     return refuse(KEYS[i], redis.call('PTTL', KEYS[i]))
   end
 end
-local kept = {}
 for i = 1, n do
-  local r = redis.call('GET', meta .. 'r:' .. KEYS[i])
-  if r then
-    if r ~= member then return refuse(KEYS[i], -1) end
-    kept[i] = true
-  else
-    local q = meta .. 'q:' .. KEYS[i]
-    if redis.call('EXISTS', q) == 1 and not redis.call('ZSCORE', q, member) then
-      local head, since = nextWaiter(meta, KEYS[i], member)
-      if head and clock() - tonumber(since) >= tonumber(ARGV[7]) then
-        return refuse(KEYS[i], -1)
-      end
+  local q = meta .. 'q:' .. KEYS[i]
+  if redis.call('EXISTS', q) == 1 and not redis.call('ZSCORE', q, member) then
+    local head, since = nextWaiter(meta, KEYS[i], member)
+    if head and clock() - tonumber(since) >= tonumber(ARGV[7]) then
+      return refuse(KEYS[i], -1)
     end
   end
 end
 for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  if kept[i] then redis.call('DEL', meta .. 'r:' .. KEYS[i]) end
 end
 if n == #KEYS then return {1, 0} end
 local reply = {1, 0}

@@ -7,53 +7,45 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  * A client-side GET then DEL would race with that expiry.
  *
  * KEYS: the lock keys. ARGV[1]: the lock value, ARGV[2]: the meta prefix,
- * ARGV[3]: the caller's name in the wait queues (`<listener id> <value> <lease>`),
- * ARGV[4]: `1` when the caller is done (it leaves the queues), `0` when it
- * takes back a failed attempt and still waits (it keeps its place),
- * ARGV[5]: how long, in ms, a freed key is kept for the next waiter.
- * Returns how many keys it deleted. A failed attempt's take-back leaves a
- * key that a release gave to the caller (`g:<key>`): the caller counts
- * that node from the message, whatever its attempt did.
+ * ARGV[3]: the caller's name in the wait queues (`<listener id> <value>
+ * <lease>`), ARGV[4]: `1` when the caller is done (it leaves the queues),
+ * `0` when it takes back a failed attempt and still waits (it keeps its
+ * place). Returns how many keys it deleted.
  *
  * When someone else waits for a deleted key (see WAIT_QUEUE_LUA), the key
- * goes to the longest-waiting live waiter (given outright, or kept for it
- * ARGV[5] ms) and that waiter is told on `<meta>w:<its listener id>`, a
- * channel only its process listens to (a broadcast would wake every
- * waiting process for every release). Without waiters nothing is written
- * or published, so an uncontended release costs no more than a plain
- * compare-and-delete.
+ * goes to the longest-waiting live waiter (given outright, or that waiter
+ * is told to ask), on `<meta>w:<its listener id>`, a channel only its
+ * process listens to (a broadcast would wake every waiting process for
+ * every release). Without waiters nothing is written or published, so an
+ * uncontended release costs no more than a plain compare-and-delete.
+ *
+ * A failed attempt's take-back leaves a key that a release gave to the
+ * caller (`g:<key>`): the caller counts that node from the message,
+ * whatever its attempt did.
  */
 export const RELEASE_SCRIPT = defineScript(
   'release',
   WAIT_QUEUE_LUA +
     `
-local meta, member = ARGV[2], ARGV[3]
+local meta, member, leave = ARGV[2], ARGV[3], ARGV[4] == '1'
 local deleted = 0
 for i = 1, #KEYS do
   local key = KEYS[i]
   local queued = redis.call('EXISTS', meta .. 'q:' .. key) == 1
-  if queued and ARGV[4] == '1' then
+  if queued and leave then
     redis.call('ZREM', meta .. 'q:' .. key, member)
     redis.call('ZREM', meta .. 't:' .. key, member)
   end
-  if redis.call('GET', key) == ARGV[1] and (ARGV[4] == '1'
+  if redis.call('GET', key) == ARGV[1] and (leave
       or redis.call('GET', meta .. 'g:' .. key) ~= ARGV[1]) then
     redis.call('DEL', key, meta .. 'g:' .. key)
     deleted = deleted + 1
     if queued then
-      if ARGV[4] == '1' then
-        local waiter = nextWaiter(meta, key, member)
-        if waiter then handTo(meta, key, waiter, ARGV[5]) end
-      else
-        -- A failed attempt: if the caller is next anyway, keep the key for
-        -- it (it tries again) as the other nodes do, else for the head.
-        local waiter = nextWaiter(meta, key, nil)
-        if waiter == member then
-          redis.call('SET', meta .. 'r:' .. key, member, 'PX', ARGV[5])
-        elseif waiter then
-          handTo(meta, key, waiter, ARGV[5])
-        end
-      end
+      -- A failed attempt whose caller is next anyway hands nothing: it
+      -- tries again, and the key must not go to someone behind it here
+      -- while the other nodes keep it for the caller.
+      local waiter = nextWaiter(meta, key, nil)
+      if waiter and waiter ~= member then handTo(meta, key, waiter) end
     end
   end
 end

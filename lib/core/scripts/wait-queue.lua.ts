@@ -1,29 +1,27 @@
 /**
  * Lua helpers shared by the acquire and release scripts (pasted at the top
- * of both): the per-key wait queue and the short reservation that passes a
- * freed key to the longest-waiting waiter.
+ * of both): the per-key wait queue, and handing a freed key to the
+ * longest-waiting waiter.
  *
  * Keys, all under the meta prefix (`meta` below):
  * - `q:<key>` sorted set: waiters by arrival (the time the client sent
- *   with its first attempt, the same on every node; ties ordered by name),
- *   so every node ranks the same waiters alike;
+ *   with its first attempt, the same on every node; ties ordered by name).
+ *   Every node ranks the same waiters alike, so every node hands a freed
+ *   key to the same waiter: nodes that named different waiters would split
+ *   their votes, and nobody would get the lock;
  * - `t:<key>` sorted set: the same waiters by when their place expires
  *   (renewed at each attempt), so a crashed waiter drops out;
- * - `r:<key>` string: the waiter a just-freed key is kept for, with a short
- *   PX. Only that waiter may take the key meanwhile, on every node, so the
- *   woken waiter and the holder asking again (or other waiters' fallback
- *   retries) don't split the nodes' votes between them and all fail.
  * - `g:<key>` string: the value of a waiter the key was given to (below),
  *   as long as that grant's lease.
  *
  * A waiter's name is `<listener id> <lock value> <lease ms>`: the id names
  * the channel of its process (`w:<id>`), the value names the waiter within
- * it. A lease above 0 (single-resource locks without fencing) means the
- * key may be given to it outright: `handTo` sets the key to its value with
- * that lease, and the waiter counts the node as granted from the message
- * alone, without a round trip (see `Redlock`'s transfer for why that is
- * safe). Otherwise the key is kept for it (`r:`) and it asks.
- * `handTo` publishes `<key>\n<value>\n<1 given | 0 kept>`.
+ * it. A lease above 0 (single-resource locks without fencing) means the key
+ * may be given to it outright: `handTo` sets the key to its value with that
+ * lease, and the waiter counts the node as granted from the message alone,
+ * without a round trip (see `Redlock.transferred` for why that is safe).
+ * Otherwise the waiter is only told, and asks.
+ * `handTo` publishes `<key>\n<value>\n<1 given | 0 told>`.
  */
 export const WAIT_QUEUE_LUA = `
 local now
@@ -48,7 +46,7 @@ local function nextWaiter(meta, key, skip)
   if head[1] == skip then return head[3], head[4] end
   return head[1], head[2]
 end
-local function handTo(meta, key, waiter, ms)
+local function handTo(meta, key, waiter)
   local sp = string.find(waiter, ' ', 1, true)
   local sp2 = string.find(waiter, ' ', sp + 1, true) or (#waiter + 1)
   local value = string.sub(waiter, sp + 1, sp2 - 1)
@@ -58,8 +56,6 @@ local function handTo(meta, key, waiter, ms)
     redis.call('SET', key, value, 'PX', ttl)
     redis.call('SET', meta .. 'g:' .. key, value, 'PX', ttl)
     given = '1'
-  else
-    redis.call('SET', meta .. 'r:' .. key, waiter, 'PX', ms)
   end
   redis.call('PUBLISH', meta .. 'w:' .. string.sub(waiter, 1, sp - 1),
     key .. '\\n' .. value .. '\\n' .. given)
