@@ -83,9 +83,7 @@ export class LocalQueue {
     const line = this.lines.get(id);
     if (!line) return;
     line.holder = lock;
-    lock.signal.addEventListener('abort', () => this.leave(id, lock), {
-      once: true,
-    });
+    lock.onLost(() => this.leave(id, lock));
     this.watchHolder(id, line);
   }
 

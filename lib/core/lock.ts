@@ -39,7 +39,12 @@ export interface LockOperations {
  */
 export class Lock {
   private released?: Promise<ReleaseResult>;
-  private readonly controller = new AbortController();
+  // Created on first use: most locks are released without anyone reading
+  // their signal, and an AbortController is among the costlier objects of
+  // an uncontended acquire.
+  private controller?: AbortController;
+  private lost?: LockLostError;
+  private lostHandlers?: (() => void)[];
   /** @internal Whether the acquire had to wait for the resources (for `Redlock.stats`). */
   waited = false;
   /** @internal This lock's name in the nodes' wait queues, if it waited in them. */
@@ -87,7 +92,7 @@ export class Lock {
 
   /** Milliseconds of validity left; 0 once it ran out, was lost or released. */
   remaining(): number {
-    if (this.released || this.signal.aborted) return 0;
+    if (this.released || this.lost) return 0;
     return Math.max(0, this.deadline - this.ops.clock.now());
   }
 
@@ -107,6 +112,9 @@ export class Lock {
    * protected by the lock should stop before committing a write once it aborts.
    */
   get signal(): AbortSignal {
+    this.controller ??= new AbortController();
+    if (this.lost && !this.controller.signal.aborted)
+      this.controller.abort(this.lost);
     return this.controller.signal;
   }
 
@@ -121,10 +129,10 @@ export class Lock {
   async extend(ttl?: number): Promise<this> {
     if (this.released)
       throw new LockExtendError(this.resources, 'the lock was released');
-    if (this.signal.aborted)
+    if (this.lost)
       throw new LockExtendError(
         this.resources,
-        `the lock was already lost (${(this.signal.reason as Error).message})`,
+        `the lock was already lost (${this.lost.message})`,
       );
     if (this.ops.clock.now() >= this.deadline) {
       const reason =
@@ -145,10 +153,25 @@ export class Lock {
     return this.released;
   }
 
+  /** @internal Calls `handler` once if the lock is lost (without creating the signal). */
+  onLost(handler: () => void): void {
+    if (this.lost) handler();
+    else (this.lostHandlers ??= []).push(handler);
+  }
+
+  /** @internal Whether the lock was lost (as `signal.aborted`, without creating the signal). */
+  get isLost(): boolean {
+    return this.lost !== undefined;
+  }
+
   /** @internal Marks the lock lost and aborts its signal (once). */
   markLost(reason: string): LockLostError {
-    if (!this.signal.aborted)
-      this.controller.abort(new LockLostError(this.resources, reason));
-    return this.signal.reason as LockLostError;
+    if (!this.lost) {
+      this.lost = new LockLostError(this.resources, reason);
+      this.controller?.abort(this.lost);
+      for (const handler of this.lostHandlers ?? []) handler();
+      this.lostHandlers = undefined;
+    }
+    return this.lost;
   }
 }

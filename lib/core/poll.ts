@@ -24,10 +24,12 @@ export interface Tally {
  */
 export function poll(
   nodes: readonly RedlockNode[],
-  send: (node: RedlockNode, index: number) => Promise<unknown>,
+  send: (node: RedlockNode) => Promise<unknown>,
   judge: (reply: unknown) => 'granted' | 'busy',
   timeoutMs: number,
   decided: (tally: Tally) => boolean,
+  /** Told of every node that answered, also after the poll settled. */
+  answered?: (index: number) => void,
 ): Promise<Ballot[]> {
   return new Promise((resolve) => {
     const ballots: (Ballot | undefined)[] = new Array(nodes.length);
@@ -49,6 +51,7 @@ export function poll(
       );
     };
     const record = (i: number, ballot: Ballot, outcome: NodeOutcome) => {
+      if (outcome !== 'error') answered?.(i);
       if (done) return;
       ballots[i] = ballot;
       tally.pending--;
@@ -61,7 +64,7 @@ export function poll(
     nodes.forEach((node, i) => {
       let request: Promise<unknown>;
       try {
-        request = send(node, i);
+        request = send(node);
       } catch (error) {
         request = Promise.reject(
           error instanceof Error ? error : new Error(String(error)),

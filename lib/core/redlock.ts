@@ -542,17 +542,12 @@ export class Redlock implements LockOperations {
     const answeredAt = queue?.answeredAt;
     const ballots = await poll(
       this.nodes,
-      (node, i) => {
-        const reply = node.run(ACQUIRE_SCRIPT, scriptKeys, args);
-        if (!answeredAt) return reply;
-        return reply.then((r) => {
-          answeredAt[i] = Math.max(answeredAt[i] ?? start, start);
-          return r;
-        });
-      },
+      (node) => node.run(ACQUIRE_SCRIPT, scriptKeys, args),
       (reply) => ((reply as [number, number])[0] === 1 ? 'granted' : 'busy'),
       timing.nodeTimeout,
       this.decided,
+      answeredAt &&
+        ((i) => (answeredAt[i] = Math.max(answeredAt[i] ?? start, start))),
     );
     const granted = ballots.filter((b) => b.outcome === 'granted').length;
     const validity = timing.ttl - (this.clock.now() - start) - timing.drift;
@@ -718,7 +713,7 @@ export class Redlock implements LockOperations {
     const now = this.clock.now();
     const locks: Lock[] = [];
     for (const lock of all) {
-      if (lock.isReleased || lock.signal.aborted) continue;
+      if (lock.isReleased || lock.isLost) continue;
       if (now >= lock.deadline)
         lock.markLost(
           'its validity ran out before the extension (was the process paused?)',
@@ -774,7 +769,7 @@ export class Redlock implements LockOperations {
   /** @internal */
   async releaseLock(lock: Lock): Promise<ReleaseResult> {
     const expired = this.clock.now() >= lock.deadline;
-    if (!expired && !lock.signal.aborted && this.handOver(lock))
+    if (!expired && !lock.isLost && this.handOver(lock))
       return { released: true, expired: false, handedOver: true, nodes: [] };
     // Settles once a quorum confirmed: a hung node costs nothing here, its
     // request stays queued on its connection and its key expires anyway.
