@@ -99,9 +99,9 @@ export class ReleaseListener {
     };
   }
 
-  /** @internal Keys with a waiter listening (0 when nobody waits). */
+  /** @internal Keys with a waiter listening, plus unread notes of keys given (0 when nobody waits). */
   get size(): number {
-    return this.waiting.size;
+    return this.waiting.size + this.given.size;
   }
 
   /** Closes the subscriber connections. */
