@@ -31,13 +31,41 @@ export class RedlockNode {
     readonly owned: boolean,
   ) {}
 
-  /** Runs a script by SHA, sending its source only if the node answers NOSCRIPT. */
+  private corked = false;
+
+  /**
+   * Runs a script by SHA, sending its source only if the node answers
+   * NOSCRIPT. Requests to this node made in the same tick (many callers
+   * acquiring or releasing at once) leave in one socket write.
+   */
   run(
     script: LuaScript,
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
+    this.coalesceWrites();
     return runScript(this.client, script, keys, args);
+  }
+
+  /**
+   * Corks the connection's socket until the end of the tick. ioredis writes
+   * each command as it is called, one system call each; concurrent lock
+   * requests (64 workers, a batch of locks) would pay one per request.
+   * ioredis's own auto-pipelining batches too, but holds every command
+   * until the next event-loop turn (setImmediate), which made sequential
+   * acquires about 15 % slower; a cork released on `nextTick` costs nothing
+   * when there is nothing to batch.
+   */
+  private coalesceWrites(): void {
+    if (this.corked || this.client.status !== 'ready') return;
+    const stream = this.client.stream;
+    if (!stream?.writable) return;
+    stream.cork();
+    this.corked = true;
+    process.nextTick(() => {
+      this.corked = false;
+      stream.uncork();
+    });
   }
 
   /**

@@ -326,9 +326,12 @@ export class Redlock implements LockOperations {
     fencing: boolean,
   ): Promise<Lock> {
     // A waiter's place in the nodes' wait queues lives this long unless an
-    // attempt renews it: past its longest sleep between attempts.
+    // attempt renews it: twice its longest sleep between attempts, plus room
+    // for a stalled event loop. Short, because a waiter that dies in the
+    // queue may still be given a key for its whole lease until then (a
+    // live waiter that overstays only loses its place, and asks again).
     const queueLife = Math.ceil(
-      2 * (timing.retryDelay + timing.retryJitter + timing.nodeTimeout) + 1000,
+      2 * (timing.retryDelay + timing.retryJitter + timing.nodeTimeout) + 250,
     );
     // Only waiters that listen for release messages take a place in the
     // nodes' queues: a polling waiter named head would be told in vain.

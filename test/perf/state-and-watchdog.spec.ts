@@ -110,7 +110,7 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
       expect(await scanKeys(client, `${prefix}*`)).toEqual([]);
       // Wait queues (under the meta prefix) are gone with their waiters: at
       // once where the waiter was granted, else when its place expires
-      // (2 x (retryDelay + retryJitter + nodeTimeout) + 1 s = 1.4 s here).
+      // (2 x (retryDelay + retryJitter + nodeTimeout) + 250 ms = 650 ms here).
       expect(await scanKeys(client, `redlock:*${prefix}*`)).toEqual([]);
     }
     const grown = (await heapAfterGc()) - heapBefore;
