@@ -53,11 +53,19 @@ export class RedlockNode {
    * requests (64 workers, a batch of locks) would pay one per request.
    * ioredis's own auto-pipelining batches too, but holds every command
    * until the next event-loop turn (setImmediate), which made sequential
-   * acquires about 15 % slower; a cork released on `nextTick` costs nothing
-   * when there is nothing to batch.
+   * acquires about 15 % slower. Here only a connection that already has
+   * commands in flight is corked, until `nextTick`.
    */
   private coalesceWrites(): void {
-    if (this.corked || this.client.status !== 'ready') return;
+    // An idle connection writes at once: nothing is in flight to batch
+    // with, and a write delayed to the end of the tick made sequential
+    // acquires on 5 nodes about 25 % slower.
+    if (
+      this.corked ||
+      this.client.status !== 'ready' ||
+      this.client.commandQueue.length === 0
+    )
+      return;
     const stream = this.client.stream;
     if (!stream?.writable) return;
     stream.cork();
