@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Socket } from 'node:net';
+import { Redlock } from 'nestjs-redlock';
+import { quorumUrls, uniquePrefix } from '../utils/nodes.js';
+
+// Many locks taken or released at the same moment by one process leave for
+// each node in a few socket writes, not one write per lock.
+describe('requests of one tick share a socket write per node', () => {
+  let redlock: Redlock;
+
+  beforeAll(async () => {
+    redlock = new Redlock({
+      clients: quorumUrls(),
+      keyPrefix: uniquePrefix('batch'),
+    });
+    await redlock.ready();
+    // Load the scripts (NOSCRIPT fallback) before counting.
+    await (await redlock.acquire('warm')).release();
+  });
+  afterAll(() => redlock.quit());
+
+  /** Counts the writes that reach each node's socket while `fn` runs. */
+  const countWrites = async (fn: () => Promise<void>): Promise<number[]> => {
+    const counts = redlock.nodes.map(() => 0);
+    const restore = redlock.nodes.map((node, i) => {
+      const socket = node.client.stream as Socket & {
+        _write: (...args: unknown[]) => unknown;
+        _writev?: (...args: unknown[]) => unknown;
+      };
+      const { _write, _writev } = socket;
+      socket._write = function (...args: unknown[]) {
+        counts[i]++;
+        return _write.apply(this, args);
+      };
+      if (_writev)
+        socket._writev = function (...args: unknown[]) {
+          counts[i]++;
+          return _writev.apply(this, args);
+        };
+      return () => {
+        socket._write = _write;
+        if (_writev) socket._writev = _writev;
+      };
+    });
+    try {
+      await fn();
+    } finally {
+      for (const undo of restore) undo();
+    }
+    return counts;
+  };
+
+  it('200 acquires, then 200 releases, at once: a few writes per node each', async () => {
+    const count = 200;
+    let locks: Awaited<ReturnType<Redlock['acquire']>>[] = [];
+    const acquireWrites = await countWrites(async () => {
+      locks = await Promise.all(
+        Array.from({ length: count }, (_, i) => redlock.acquire(`r:${i}`)),
+      );
+    });
+    expect(locks.every((lock) => lock.isHeld)).toBe(true);
+    const releaseWrites = await countWrites(async () => {
+      const results = await Promise.all(locks.map((lock) => lock.release()));
+      expect(results.every((r) => r.released)).toBe(true);
+    });
+    for (const writes of [...acquireWrites, ...releaseWrites]) {
+      expect(writes).toBeGreaterThan(0);
+      expect(writes).toBeLessThanOrEqual(5);
+    }
+  });
+});
