@@ -156,6 +156,36 @@ describe('wake on release, local queue', () => {
     );
   });
 
+  it('a key given while the message is lost is still counted: the waiter asks and finds its own value', async () => {
+    const prefix = uniquePrefix('lostgift');
+    const waiter = make({ keyPrefix: prefix });
+    const held = await make({ keyPrefix: prefix }).acquire('sku:l', {
+      ttl: 20_000,
+    });
+    const start = Date.now();
+    const pending = waiter.acquire('sku:l', {
+      ttl: 5000,
+      retryDelay: 5000,
+      retryJitter: 0,
+      waitTimeout: 8000,
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    // Every node gives the key to the waiter, but nobody is subscribed to
+    // hear it: the messages are lost.
+    for (const client of admin)
+      await client.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    await held.release();
+    const key = `${prefix}sku:l`;
+    const lock = await pending;
+    // Woken by its reconnected subscriber (or its fallback), not by 5 s.
+    expect(Date.now() - start).toBeLessThan(4000);
+    const values = await Promise.all(admin.map((c) => c.get(key)));
+    expect(values.every((v) => v === lock.value)).toBe(true);
+    const pttls = await Promise.all(admin.map((c) => c.pttl(key)));
+    expect(lock.remaining()).toBeLessThanOrEqual(Math.min(...pttls) + 1);
+    await lock.release();
+  });
+
   it('a waiter that gave up leaves the queues: the next release gives the key to nobody', async () => {
     const prefix = uniquePrefix('gone');
     const owner = make({ keyPrefix: prefix });
