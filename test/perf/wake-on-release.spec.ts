@@ -32,6 +32,32 @@ describe('wake on release, local queue', () => {
     return calls;
   };
 
+  /**
+   * A lock held by one instance (20 s lease) and another instance queued
+   * for it with a 5 s fallback retry, so that only a release message (or a
+   * reconnect) can get it in sooner. Returns once the waiter is queued.
+   */
+  const holdAndQueue = async (
+    label: string,
+    resources: string | string[],
+    options: Parameters<Redlock['acquire']>[1] = {},
+  ) => {
+    const prefix = uniquePrefix(label);
+    const waiter = make({ keyPrefix: prefix });
+    const held = await make({ keyPrefix: prefix }).acquire(resources, {
+      ttl: 20_000,
+    });
+    const start = Date.now();
+    const pending = waiter.acquire(resources, {
+      retryDelay: 5000,
+      retryJitter: 0,
+      waitTimeout: 8000,
+      ...options,
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    return { prefix, waiter, held, pending, start };
+  };
+
   beforeAll(async () => {
     servers = await startServers(3);
     admin = servers.map((s) => s.client());
@@ -43,20 +69,8 @@ describe('wake on release, local queue', () => {
   });
 
   it('wakes a waiter in another process by the release message, long before its fallback retry', async () => {
-    const prefix = uniquePrefix('w');
-    const waiter = make({ keyPrefix: prefix });
-    const held = await make({ keyPrefix: prefix }).acquire('sku:1', {
-      ttl: 20_000,
-    });
-    // Fallback: retryDelay 5 s, and the holder's lease is 20 s: only a
-    // release message can get the waiter in before 5 s.
-    const start = Date.now();
-    const pending = waiter.acquire('sku:1', {
-      retryDelay: 5000,
-      retryJitter: 0,
-      waitTimeout: 8000,
-    });
-    await new Promise((r) => setTimeout(r, 300));
+    // Only a release message can get the waiter in before 5 s.
+    const { waiter, held, pending, start } = await holdAndQueue('w', 'sku:1');
     await held.release();
     const lock = await pending;
     expect(Date.now() - start).toBeLessThan(5000);
@@ -126,18 +140,9 @@ describe('wake on release, local queue', () => {
   });
 
   it('a release gives the key to the waiter of another process: it holds the lock without asking again', async () => {
-    const prefix = uniquePrefix('give');
-    const waiter = make({ keyPrefix: prefix });
-    const held = await make({ keyPrefix: prefix }).acquire('sku:g', {
-      ttl: 20_000,
-    });
-    const pending = waiter.acquire('sku:g', {
+    const { prefix, held, pending } = await holdAndQueue('give', 'sku:g', {
       ttl: 5000,
-      retryDelay: 5000,
-      retryJitter: 0,
-      waitTimeout: 8000,
     });
-    await new Promise((r) => setTimeout(r, 300));
     const before = await evalshaCalls();
     await held.release();
     const lock = await pending;
@@ -157,19 +162,11 @@ describe('wake on release, local queue', () => {
   });
 
   it('a key given while the message is lost is still counted: the waiter asks and finds its own value', async () => {
-    const prefix = uniquePrefix('lostgift');
-    const waiter = make({ keyPrefix: prefix });
-    const held = await make({ keyPrefix: prefix }).acquire('sku:l', {
-      ttl: 20_000,
-    });
-    const start = Date.now();
-    const pending = waiter.acquire('sku:l', {
-      ttl: 5000,
-      retryDelay: 5000,
-      retryJitter: 0,
-      waitTimeout: 8000,
-    });
-    await new Promise((r) => setTimeout(r, 300));
+    const { prefix, held, pending, start } = await holdAndQueue(
+      'lostgift',
+      'sku:l',
+      { ttl: 5000 },
+    );
     // Every node gives the key to the waiter, but nobody is subscribed to
     // hear it: the messages are lost.
     for (const client of admin)
@@ -203,17 +200,7 @@ describe('wake on release, local queue', () => {
   });
 
   it('a multi-resource waiter is told, not given its keys: it asks once more', async () => {
-    const prefix = uniquePrefix('told');
-    const waiter = make({ keyPrefix: prefix });
-    const held = await make({ keyPrefix: prefix }).acquire(['a', 'b'], {
-      ttl: 20_000,
-    });
-    const pending = waiter.acquire(['a', 'b'], {
-      retryDelay: 5000,
-      retryJitter: 0,
-      waitTimeout: 8000,
-    });
-    await new Promise((r) => setTimeout(r, 300));
+    const { held, pending } = await holdAndQueue('told', ['a', 'b']);
     const before = await evalshaCalls();
     const start = Date.now();
     await held.release();
