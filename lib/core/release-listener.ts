@@ -24,8 +24,10 @@ const QUORUM_GRACE_MS = 5;
  * waiters they name. One subscriber connection per node, created on the
  * first wait (a `duplicate()` of the node's client, owned and closed here)
  * and shared by every waiter of the `Redlock` instance; one channel, no
- * per-resource subscription: `<metaPrefix>w:<id>` carries `<key>\n<value>`
- * for the waiter of this instance that has waited longest on that node.
+ * per-resource subscription: `<metaPrefix>w:<id>` carries
+ * `<key>\n<value>\n<1|0>` for the waiter of this instance that has waited
+ * longest on that node: `1` when the node gave it the key outright (noted
+ * for `takeGiven`), `0` when it should ask.
  *
  * Only the named waiter wakes, in its process alone: the waiters of many
  * processes don't all rush the nodes at once, and the other processes are
@@ -156,7 +158,7 @@ export class ReleaseListener {
    * first.
    */
   private deliver(message: string, node: number): void {
-    // `<key>\n<value>\n<1 given | 0 kept>`; the key may hold newlines.
+    // `<key>\n<value>\n<1 given | 0 told>`; the key may hold newlines.
     const flag = message.lastIndexOf('\n');
     const cut = message.lastIndexOf('\n', flag - 1);
     const key = message.slice(0, cut);

@@ -69,11 +69,13 @@ export class JitteredRetry implements WaitStrategy {
 }
 
 /**
- * The default strategy: tries again as soon as a node announces the release
- * of one of the keys (to this waiter, or to nobody in particular), and
- * otherwise after the same fallback delay as {@link JitteredRetry}, so a
- * lost message or a crashed holder (its lease runs out, nothing is
- * announced) never strands a waiter for longer than that.
+ * The default strategy: a waiter takes a place in the nodes' wait queues,
+ * and the release of a key wakes the longest-waiting one, which then holds
+ * the lock outright (a single resource without fencing: the nodes gave it
+ * the key) or asks at once. Otherwise it tries again after the same
+ * fallback delay as {@link JitteredRetry}, so a lost message or a crashed
+ * holder (its lease runs out, nothing is announced) never strands a waiter
+ * for longer than that.
  *
  * @publicApi
  */
