@@ -47,8 +47,6 @@ export class Lock {
   private lostHandlers?: (() => void)[];
   /** @internal Whether the acquire had to wait for the resources (for `Redlock.stats`). */
   waited = false;
-  /** @internal This lock's name in the nodes' wait queues, if it waited in them. */
-  queueName?: string;
 
   /**
    * The fencing token of each resource (decimal strings), when the lock was
@@ -72,6 +70,8 @@ export class Lock {
     public ttl: number,
     /** @internal Monotonic deadline of validity (the clock's `now()` units). */
     public deadline: number,
+    /** @internal This lock's name in the nodes' wait queues, if it waited in them. */
+    readonly queueName?: string,
   ) {}
 
   /**
@@ -113,8 +113,8 @@ export class Lock {
    */
   get signal(): AbortSignal {
     this.controller ??= new AbortController();
-    if (this.lost && !this.controller.signal.aborted)
-      this.controller.abort(this.lost);
+    // Lost before anyone asked for the signal (abort() again is a no-op).
+    if (this.lost) this.controller.abort(this.lost);
     return this.controller.signal;
   }
 

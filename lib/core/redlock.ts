@@ -24,7 +24,7 @@ import {
   type RedlockOptions,
   type RunOptions,
 } from './redlock-options.js';
-import { ReleaseListener } from './release-listener.js';
+import { nodeBit, ReleaseListener } from './release-listener.js';
 import { normalizeResources } from './resources.js';
 import {
   ACQUIRE_SCRIPT,
@@ -350,7 +350,6 @@ export class Redlock implements LockOperations {
           }
         : undefined;
     let attempt = 0;
-    let given = 0;
     try {
       for (;;) {
         signal?.throwIfAborted();
@@ -370,6 +369,7 @@ export class Redlock implements LockOperations {
         const remaining = giveUpAt - this.clock.now();
         if (remaining <= 0) throw this.notAcquired(names, attempt, result);
         this.stats.retries++;
+        let given = 0;
         try {
           await this.waitStrategy.wait({
             keys,
@@ -391,14 +391,13 @@ export class Redlock implements LockOperations {
             ? this.transferred(names, keys, value, timing, given, queue)
             : undefined;
         if (lock) {
-          lock.queueName = queue?.name;
           lock.waited = true;
           return lock;
         }
       }
     } catch (error) {
       // Gave up (timeout, abort, outage): leave the nodes' wait queues, or
-      // releases would keep keys for a waiter that is gone.
+      // releases would give keys to a waiter that is gone.
       if (queue !== undefined && attempt > 0)
         await this.sendRelease(this.nodes, keys, value, timing.nodeTimeout, {
           name: queue.name,
@@ -537,7 +536,8 @@ export class Redlock implements LockOperations {
       fencing ? 1 : 0,
       this.metaPrefix,
       queue?.life ?? 0,
-      queue?.name ?? this.releases.member(value),
+      // Not waiting: no name; the queues never hold it.
+      queue?.name ?? '',
       BARGE_WINDOW_MS,
       queue?.arrival ?? Date.now(),
     ];
@@ -563,8 +563,8 @@ export class Redlock implements LockOperations {
         value,
         timing.ttl,
         start + timing.ttl - timing.drift,
+        queue?.name,
       );
-      lock.queueName = queue?.name;
       if (!counters) return { start, ballots, lock };
       // A second round, once the lock is held: see fencing.md.
       fencingFailure = await issueFencingTokens(
@@ -628,19 +628,19 @@ export class Redlock implements LockOperations {
     value: string,
     timing: ResolvedTiming,
     given: number,
-    { answeredAt }: QueuePlace,
+    { answeredAt, name }: QueuePlace,
   ): Lock | undefined {
     let votes = 0;
     let since = Infinity;
     answeredAt.forEach((at, i) => {
-      if (i >= 31 || !(given & (1 << i))) return; // see ReleaseListener.deliver
+      if (!(given & nodeBit(i))) return;
       votes++;
       since = Math.min(since, at);
     });
     if (votes < this.quorum) return undefined;
     const deadline = since + Math.ceil(timing.ttl) - timing.drift;
     if (deadline <= this.clock.now()) return undefined;
-    return new Lock(this, names, keys, value, timing.ttl, deadline);
+    return new Lock(this, names, keys, value, timing.ttl, deadline, name);
   }
 
   private count(waited: boolean): void {
@@ -820,18 +820,16 @@ export class Redlock implements LockOperations {
       localLine(lock.keys, false),
       lock,
       this.localHandoff,
-      () => {
-        const next = new Lock(
+      () =>
+        new Lock(
           this,
           lock.resources,
           lock.keys,
           lock.value,
           lock.ttl,
           lock.deadline,
-        );
-        next.queueName = lock.queueName;
-        return next;
-      },
+          lock.queueName,
+        ),
     );
   }
 

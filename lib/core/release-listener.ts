@@ -61,7 +61,7 @@ export class ReleaseListener {
    * How `value`'s waiter is named in the nodes' wait queues; `lease` above
    * 0 lets a release give it the key outright (see WAIT_QUEUE_LUA).
    */
-  member(value: string, lease = 0): string {
+  member(value: string, lease: number): string {
     return `${this.id} ${value} ${lease}`;
   }
 
@@ -167,9 +167,7 @@ export class ReleaseListener {
     if (!set) return;
     for (const entry of set) {
       if (entry.value === head) {
-        // Past 31 nodes the bits run out: such a node never counts as given
-        // (the waiter asks instead) and wakes by the grace timer.
-        const bit = node < 31 ? 1 << node : 0;
+        const bit = nodeBit(node);
         if (message.endsWith('1'))
           this.given.set(head, (this.given.get(head) ?? 0) | bit);
         entry.heard |= bit;
@@ -191,6 +189,15 @@ export class ReleaseListener {
     for (const set of [...this.waiting.values()])
       for (const entry of [...set]) entry.wake();
   }
+}
+
+/**
+ * Node `i`'s bit in the masks of nodes heard from or that gave a key. Past
+ * 31 nodes the bits run out: such a node never counts as given (the waiter
+ * asks instead) and a waiter it tells wakes by the grace timer.
+ */
+export function nodeBit(i: number): number {
+  return i < 31 ? 1 << i : 0;
 }
 
 function bitCount(n: number): number {

@@ -9,12 +9,13 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  * fencing, else `0`, ARGV[4]: the meta prefix, ARGV[5]: how long, in ms, a
  * refused caller's place in the wait queue lives unless renewed (`0`: a
  * single attempt, it takes no place), ARGV[6]: the caller's name in the
- * queues (`<listener id> <value> <lease>`), ARGV[7]: how long, in ms, the
- * head of a queue may wait before newcomers must queue behind it, ARGV[8]:
- * when the caller first asked (its wall clock, ms): its place in every
- * node's queue, so that all nodes rank their waiters alike (node clocks and
- * arrival orders differ). Clamped to the node's last second, so a client
- * whose clock runs behind cannot jump far ahead.
+ * queues (`<listener id> <value> <lease>`; empty for a single attempt),
+ * ARGV[7]: how long, in ms, the head of a queue may wait before newcomers
+ * must queue behind it, ARGV[8]: when the caller first asked (its wall
+ * clock, ms): its place in every node's queue, so that all nodes rank their
+ * waiters alike (node clocks and arrival orders differ). Clamped to the
+ * node's last second, so a client whose clock runs behind cannot jump far
+ * ahead.
  * Returns `{1, 0}` when granted (with fencing `{1, 0, counter1, ...,
  * countern}`, counters as decimal strings, `"0"` when absent: they are only
  * read here and raised by `FENCE_SCRIPT` once the client holds the lock),
@@ -71,7 +72,7 @@ end
 for i = 1, n do
   local q = meta .. 'q:' .. KEYS[i]
   if redis.call('EXISTS', q) == 1 and not redis.call('ZSCORE', q, member) then
-    local head, since = nextWaiter(meta, KEYS[i], member)
+    local head, since = nextWaiter(meta, KEYS[i])
     if head and clock() - tonumber(since) >= tonumber(ARGV[7]) then
       return refuse(KEYS[i], -1)
     end

@@ -44,7 +44,7 @@ for i = 1, #KEYS do
       -- A failed attempt whose caller is next anyway hands nothing: it
       -- tries again, and the key must not go to someone behind it here
       -- while the other nodes keep it for the caller.
-      local waiter = nextWaiter(meta, key, nil)
+      local waiter = nextWaiter(meta, key)
       if waiter and waiter ~= member then handTo(meta, key, waiter) end
     end
   end

@@ -32,7 +32,7 @@ local function clock()
   end
   return now
 end
-local function nextWaiter(meta, key, skip)
+local function nextWaiter(meta, key)
   local q = meta .. 'q:' .. key
   local e = meta .. 't:' .. key
   local gone = redis.call('ZRANGEBYSCORE', e, '-inf', clock())
@@ -42,8 +42,7 @@ local function nextWaiter(meta, key, skip)
     end
     redis.call('ZREMRANGEBYSCORE', e, '-inf', clock())
   end
-  local head = redis.call('ZRANGE', q, 0, 1, 'WITHSCORES')
-  if head[1] == skip then return head[3], head[4] end
+  local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   return head[1], head[2]
 end
 local function handTo(meta, key, waiter)
