@@ -8,7 +8,7 @@ import {
   startServers,
   type RedisServer,
 } from '../../scripts/redis-nodes.mjs';
-import { closeAll, uniquePrefix } from '../utils/nodes.js';
+import { closeAll, scriptCalls, uniquePrefix } from '../utils/nodes.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -142,9 +142,9 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
       );
     }
     while (acquired < count) await new Promise((r) => setTimeout(r, 10));
-    const before = await evalshaCalls(admin);
+    const before = await scriptCalls(admin);
     await new Promise((r) => setTimeout(r, holdMs));
-    const during = (await evalshaCalls(admin)) - before;
+    const during = (await scriptCalls(admin)) - before;
     const ticks = redlock.keepAlive.ticks - ticksBefore;
     // Every key still there, well past three leases.
     for (const client of admin) {
@@ -165,13 +165,3 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
     expect(redlock.keepAlive.size).toBe(0);
   }, 60_000);
 });
-
-async function evalshaCalls(clients: Redis[]): Promise<number> {
-  let calls = 0;
-  for (const client of clients) {
-    const info = await client.info('commandstats');
-    calls += Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
-    calls += Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0);
-  }
-  return calls;
-}

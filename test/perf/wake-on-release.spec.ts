@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { Redlock } from 'nestjs-redlock';
 import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
-import { closeAll, uniquePrefix } from '../utils/nodes.js';
+import { closeAll, scriptCalls, uniquePrefix } from '../utils/nodes.js';
 
 // Waiters wake on a release message; a lost message still ends in a grant
 // within the holder's lease. Own servers: the test kills pub/sub
@@ -22,15 +22,7 @@ describe('wake on release, local queue', () => {
     redlocks.push(redlock);
     return redlock;
   };
-  const evalshaCalls = async () => {
-    let calls = 0;
-    for (const client of admin) {
-      const info = await client.info('commandstats');
-      calls += Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
-      calls += Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0);
-    }
-    return calls;
-  };
+  const evalshaCalls = () => scriptCalls(admin);
 
   /**
    * A lock held by one instance (20 s lease) and another instance queued

@@ -34,3 +34,14 @@ export function inspect(urls: string[]): Redis[] {
 export async function closeAll(clients: Redis[]): Promise<void> {
   await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
 }
+
+/** Lua script calls (EVALSHA and EVAL) the nodes have run since they started. */
+export async function scriptCalls(clients: Redis[]): Promise<number> {
+  let calls = 0;
+  for (const client of clients) {
+    const info = await client.info('commandstats');
+    calls += Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
+    calls += Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0);
+  }
+  return calls;
+}
