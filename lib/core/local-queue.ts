@@ -32,16 +32,22 @@ export class LocalQueue {
     return this.lines.size;
   }
 
+  /** True when a caller of this process already holds or waits for `id`. */
+  isBusy(id: string): boolean {
+    return this.lines.has(id);
+  }
+
+  /** True when a caller of this process waits for its turn on `id`. */
+  hasWaiters(id: string): boolean {
+    return (this.lines.get(id)?.waiting.length ?? 0) > 0;
+  }
+
   /**
    * Waits for the caller's turn on `id`. Resolves `true` when it is ours
    * (then `hold` or `leave` must follow), a `Lock` when the previous holder
    * handed its lease over (already held: `hold` follows), `false` when
    * `timeoutMs` ran out first; rejects with the signal's reason when aborted.
    */
-  /** True when a caller of this process already holds or waits for `id`. */
-  isBusy(id: string): boolean {
-    return this.lines.has(id);
-  }
 
   enter(
     id: string,

@@ -25,6 +25,7 @@ import {
   type RunOptions,
 } from './redlock-options.js';
 import { nodeBit, ReleaseListener } from './release-listener.js';
+import { Reservations, type Reservation } from './reservations.js';
 import { normalizeResources } from './resources.js';
 import {
   ACQUIRE_SCRIPT,
@@ -33,7 +34,11 @@ import {
   RELEASE_SCRIPT,
 } from './scripts/index.js';
 import { resolveTiming, show, type ResolvedTiming } from './timing.js';
-import { WakeOnRelease, type WaitStrategy } from './wait-strategy.js';
+import {
+  WakeOnRelease,
+  type WaitContext,
+  type WaitStrategy,
+} from './wait-strategy.js';
 
 /**
  * The local queue a caller waits in: its keys, and whether it wants fencing
@@ -141,6 +146,8 @@ export class Redlock implements LockOperations {
   readonly releases: ReleaseListener;
   /** @internal The batched watchdog of every lock `using()` holds. */
   readonly keepAlive: KeepAlive;
+  /** @internal Queue places that releases took for this instance's next acquire. */
+  readonly reservations: Reservations;
 
   constructor(private readonly options: RedlockOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -214,6 +221,15 @@ export class Redlock implements LockOperations {
     );
     this.waitStrategy =
       options.waitStrategy ?? new WakeOnRelease(this.releases);
+    this.reservations = new Reservations(this.releases, (r) =>
+      this.sendRelease(
+        this.nodes.filter((_, i) => r.maybe[i]),
+        r.keys,
+        r.value,
+        this.timing.nodeTimeout,
+        { name: r.name, leave: true },
+      ),
+    );
     this.keepAlive = new KeepAlive({
       now: () => this.clock.now(),
       extendMany: (locks) => this.extendMany(locks),
@@ -272,7 +288,6 @@ export class Redlock implements LockOperations {
     const timing = this.resolveTiming(options);
     const keys = names.map((r) => this.keyOf(r));
     const fencing = this.resolveFencing(options);
-    const value = randomValue();
     const signal = options?.signal;
     signal?.throwIfAborted();
     const giveUpAt = this.clock.now() + timing.waitTimeout;
@@ -302,7 +317,7 @@ export class Redlock implements LockOperations {
       lock = await this.acquireInTurn(
         names,
         keys,
-        value,
+        line,
         timing,
         giveUpAt,
         signal,
@@ -319,38 +334,46 @@ export class Redlock implements LockOperations {
   private async acquireInTurn(
     names: string[],
     keys: string[],
-    value: string,
+    line: string,
     timing: ResolvedTiming,
     giveUpAt: number,
     signal: AbortSignal | undefined,
     fencing: boolean,
   ): Promise<Lock> {
-    // A waiter's place in the nodes' wait queues lives this long unless an
-    // attempt renews it: twice its longest sleep between attempts, plus room
-    // for a stalled event loop. Short, because a waiter that dies in the
-    // queue may still be given a key for its whole lease until then (a
-    // live waiter that overstays only loses its place, and asks again).
-    const queueLife = Math.ceil(
-      2 * (timing.retryDelay + timing.retryJitter + timing.nodeTimeout) + 250,
-    );
     // Only waiters that listen for release messages take a place in the
     // nodes' queues: a polling waiter named head would be told in vain.
     // A release may give the key outright only to a single-resource lock
     // without fencing (lease > 0 in its name, see transferred()).
-    const queue: QueuePlace | undefined =
-      timing.waitTimeout > 0 && this.waitStrategy instanceof WakeOnRelease
-        ? {
-            life: queueLife,
-            arrival: Date.now(),
-            name: this.releases.member(
-              value,
-              keys.length === 1 && !fencing ? Math.ceil(timing.ttl) : 0,
-            ),
-            answeredAt: [],
-          }
-        : undefined;
+    const waits =
+      timing.waitTimeout > 0 && this.waitStrategy instanceof WakeOnRelease;
+    const lease = keys.length === 1 && !fencing ? Math.ceil(timing.ttl) : 0;
+    // A place the release of our previous lock took for us (see the release
+    // script): adopt it instead of asking to be queued.
+    const reserved =
+      waits && lease > 0 ? this.reservations.take(line, lease) : undefined;
+    const value = reserved?.value ?? randomValue();
+    const queue: QueuePlace | undefined = waits
+      ? {
+          life: queueLife(timing),
+          arrival: reserved?.arrival ?? Date.now(),
+          name: reserved?.name ?? this.releases.member(value, lease),
+          answeredAt: reserved ? this.nodes.map(() => reserved.sentAt) : [],
+        }
+      : undefined;
     let attempt = 0;
     try {
+      if (reserved && queue && reserved.placed >= this.quorum) {
+        // Queued on a quorum: the key went to the waiter before us there, so
+        // an attempt could only be refused. Wait for our turn.
+        const lock = reserved.heard
+          ? this.claimGiven(names, keys, value, timing, queue)
+          : await this.awaitTurn(names, keys, value, timing, queue, {
+              attempt,
+              remaining: giveUpAt - this.clock.now(),
+              signal,
+            });
+        if (lock) return lock;
+      }
       for (;;) {
         signal?.throwIfAborted();
         attempt++;
@@ -363,48 +386,79 @@ export class Redlock implements LockOperations {
           queue,
         );
         if (result.lock) {
-          result.lock.waited = attempt > 1;
+          result.lock.waited = attempt > 1 || reserved !== undefined;
           return result.lock;
         }
         const remaining = giveUpAt - this.clock.now();
         if (remaining <= 0) throw this.notAcquired(names, attempt, result);
         this.stats.retries++;
-        let given = 0;
-        try {
-          await this.waitStrategy.wait({
-            keys,
-            attempt,
-            remaining,
-            holderTtl: result.holderTtl,
-            retryDelay: timing.retryDelay,
-            retryJitter: timing.retryJitter,
-            signal,
-            value,
-          });
-        } catch (error) {
-          throw signal?.aborted ? signal.reason : error;
-        } finally {
-          given = this.releases.takeGiven(value);
-        }
-        const lock =
-          given && queue
-            ? this.transferred(names, keys, value, timing, given, queue)
-            : undefined;
-        if (lock) {
-          lock.waited = true;
-          return lock;
-        }
+        const lock = await this.awaitTurn(names, keys, value, timing, queue, {
+          attempt,
+          remaining,
+          holderTtl: result.holderTtl,
+          signal,
+        });
+        if (lock) return lock;
       }
     } catch (error) {
       // Gave up (timeout, abort, outage): leave the nodes' wait queues, or
       // releases would give keys to a waiter that is gone.
-      if (queue !== undefined && attempt > 0)
+      if (queue !== undefined && (attempt > 0 || reserved))
         await this.sendRelease(this.nodes, keys, value, timing.nodeTimeout, {
           name: queue.name,
           leave: true,
         });
       throw error;
     }
+  }
+
+  /**
+   * Waits until the wait strategy says to try again; returns the lock when
+   * a quorum of nodes gave us the key meanwhile.
+   */
+  private async awaitTurn(
+    names: string[],
+    keys: string[],
+    value: string,
+    timing: ResolvedTiming,
+    queue: QueuePlace | undefined,
+    context: Pick<
+      WaitContext,
+      'attempt' | 'remaining' | 'holderTtl' | 'signal'
+    >,
+  ): Promise<Lock | undefined> {
+    const { signal } = context;
+    try {
+      await this.waitStrategy.wait({
+        ...context,
+        keys,
+        retryDelay: timing.retryDelay,
+        retryJitter: timing.retryJitter,
+        value,
+      });
+    } catch (error) {
+      this.releases.takeGiven(value);
+      throw signal?.aborted ? signal.reason : error;
+    }
+    if (queue) return this.claimGiven(names, keys, value, timing, queue);
+    this.releases.takeGiven(value);
+    return undefined;
+  }
+
+  /** The lock, when a quorum of nodes gave `value` the key (see `transferred`). */
+  private claimGiven(
+    names: string[],
+    keys: string[],
+    value: string,
+    timing: ResolvedTiming,
+    queue: QueuePlace,
+  ): Lock | undefined {
+    const given = this.releases.takeGiven(value);
+    const lock = given
+      ? this.transferred(names, keys, value, timing, given, queue)
+      : undefined;
+    if (lock) lock.waited = true;
+    return lock;
   }
 
   /**
@@ -512,6 +566,8 @@ export class Redlock implements LockOperations {
   /** Closes the clients the library created; borrowed clients are left open. */
   async quit(): Promise<void> {
     this.keepAlive.stop();
+    // Queue places left for an acquire that will not come now.
+    await this.reservations.close();
     await this.releases.close();
     await closeNodes(this.nodes);
   }
@@ -774,6 +830,9 @@ export class Redlock implements LockOperations {
     const expired = this.clock.now() >= lock.deadline;
     if (!expired && !lock.isLost && this.handOver(lock))
       return { released: true, expired: false, handedOver: true, nodes: [] };
+    const line = localLine(lock.keys, !!lock.fencingTokens);
+    const reserve =
+      expired || lock.isLost ? undefined : this.reserveFor(lock, line);
     // Settles once a quorum confirmed: a hung node costs nothing here, its
     // request stays queued on its connection and its key expires anyway.
     const ballots = await this.sendRelease(
@@ -785,11 +844,13 @@ export class Redlock implements LockOperations {
         name: lock.queueName,
         leave: true,
         decided: (t) => t.granted >= this.quorum,
+        reserve,
       },
     );
+    if (reserve) this.reservations.offer(reserve, ballots);
     const deleted = ballots.filter((b) => b.outcome === 'granted').length;
     // The next caller of this process waiting for these resources goes now.
-    this.localQueue.leave(localLine(lock.keys, !!lock.fencingTokens), lock);
+    this.localQueue.leave(line, lock);
     return {
       released: deleted >= this.quorum,
       expired,
@@ -799,6 +860,29 @@ export class Redlock implements LockOperations {
         error,
       })),
     };
+  }
+
+  /**
+   * A queue place for this process's next acquire of a contended
+   * single-resource lock, taken by its release (see the release script and
+   * `Reservations`): when the lock was waited for, or a caller of this
+   * process waits for it now. Uncontended releases reserve nothing.
+   */
+  private reserveFor(lock: Lock, line: string): Reservation | undefined {
+    if (
+      lock.keys.length !== 1 ||
+      lock.fencingTokens ||
+      lock.queueName === undefined ||
+      !(lock.waited || this.localQueue.hasWaiters(line))
+    )
+      return undefined;
+    return this.reservations.draft(
+      line,
+      lock.keys,
+      randomValue(),
+      Math.ceil(lock.ttl),
+      this.clock.now(),
+    );
   }
 
   /**
@@ -847,18 +931,29 @@ export class Redlock implements LockOperations {
       name,
       leave,
       decided = () => false,
+      reserve,
     }: {
       /** The caller's name in the wait queues, if it waited in them. */
       name?: string;
       leave: boolean;
       decided?: (t: Tally) => boolean;
+      /** A place to queue in the caller's stead when the key goes on (see `reserveFor`). */
+      reserve?: Reservation;
     },
   ): Promise<Ballot[]> {
-    const args = [value, this.metaPrefix, name ?? '', leave ? 1 : 0];
+    const args = [
+      value,
+      this.metaPrefix,
+      name ?? '',
+      leave ? 1 : 0,
+      reserve?.name ?? '',
+      reserve?.arrival ?? 0,
+      queueLife(this.timing),
+    ];
     return poll(
       nodes,
       (node) => node.run(RELEASE_SCRIPT, keys, args),
-      (reply) => ((reply as number) > 0 ? 'granted' : 'busy'),
+      (reply) => ((reply as number[])[0] > 0 ? 'granted' : 'busy'),
       timeout,
       decided,
     );
@@ -883,6 +978,19 @@ export class Redlock implements LockOperations {
       retryAfter,
     );
   }
+}
+
+/**
+ * How long a waiter's place in the nodes' wait queues lives unless an
+ * attempt renews it: twice its longest sleep between attempts, plus room
+ * for a stalled event loop. Short, because a waiter that dies in the queue
+ * may still be given a key for its whole lease until then (a live waiter
+ * that overstays only loses its place, and asks again).
+ */
+function queueLife(timing: ResolvedTiming): number {
+  return Math.ceil(
+    2 * (timing.retryDelay + timing.retryJitter + timing.nodeTimeout) + 250,
+  );
 }
 
 function checkPrefix(field: string, value: unknown): string {

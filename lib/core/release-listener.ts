@@ -123,6 +123,7 @@ export class ReleaseListener {
 
   private subscribe(): void {
     if (this.subscribers || this.closed) return;
+    let live = 0;
     this.subscribers = this.nodes.map((node, index) => {
       // A subscriber must never give up: ioredis reconnects and
       // re-subscribes by itself, and a waiter's fallback timer covers the
@@ -137,9 +138,13 @@ export class ReleaseListener {
         this.deliver(message, index),
       );
       // Releases published before the subscription was live, or while it
-      // was reconnecting, are lost: let everyone waiting try again.
+      // was reconnecting, are lost: let everyone waiting try again, once a
+      // quorum of nodes can be heard (one wake-up, not one per node; a
+      // waiter that missed a later node's message tries by its grace timer).
       sub.subscribe(this.channel).then(
-        () => this.wakeAll(),
+        () => {
+          if (++live === this.quorum) this.wakeAll();
+        },
         () => undefined,
       );
       let connected = false;

@@ -50,17 +50,7 @@ local n = #KEYS
 if ARGV[3] == '1' then n = n / 2 end
 local meta, life, member = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local function refuse(key, pttl)
-  if life > 0 then
-    local q = meta .. 'q:' .. key
-    local e = meta .. 't:' .. key
-    local arrival = tonumber(ARGV[8])
-    if arrival > clock() then arrival = clock() end
-    if arrival < clock() - 1000 then arrival = clock() - 1000 end
-    redis.call('ZADD', q, 'NX', arrival, member)
-    redis.call('ZADD', e, clock() + life, member)
-    if redis.call('PTTL', q) < life then redis.call('PEXPIRE', q, life) end
-    if redis.call('PTTL', e) < life then redis.call('PEXPIRE', e, life) end
-  end
+  if life > 0 then enqueue(meta, key, member, ARGV[8], life) end
   return {0, pttl}
 end
 for i = 1, n do

@@ -10,7 +10,20 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  * ARGV[3]: the caller's name in the wait queues (`<listener id> <value>
  * <lease>`), ARGV[4]: `1` when the caller is done (it leaves the queues),
  * `0` when it takes back a failed attempt and still waits (it keeps its
- * place). Returns how many keys it deleted.
+ * place), ARGV[5]: a name to queue in the caller's stead (`<listener id>
+ * <new value> <lease>`, empty for none; see below), ARGV[6]: that place's
+ * arrival (client clock, ms), ARGV[7]: its life in ms.
+ * Returns `{deleted, reserved}`: how many keys it deleted, and `1` when it
+ * queued ARGV[5].
+ *
+ * Reserving: a holder that releases a contended key often asks again at
+ * once (its process has more work for the same resource), and that
+ * request would only be refused and queued behind the waiter just served:
+ * a round trip to every node for nothing. So when the release hands the
+ * key on, it queues ARGV[5] at the tail in the same call; a new acquire of
+ * the caller's process adopts that place instead of asking (see
+ * `Reservations`). Only for a single key, where the place is the whole
+ * request.
  *
  * When someone else waits for a deleted key (see WAIT_QUEUE_LUA), the key
  * goes to the longest-waiting live waiter (given outright, or that waiter
@@ -28,7 +41,7 @@ export const RELEASE_SCRIPT = defineScript(
   WAIT_QUEUE_LUA +
     `
 local meta, member, leave = ARGV[2], ARGV[3], ARGV[4] == '1'
-local deleted = 0
+local deleted, reserved = 0, 0
 for i = 1, #KEYS do
   local key = KEYS[i]
   local queued = redis.call('EXISTS', meta .. 'q:' .. key) == 1
@@ -45,10 +58,16 @@ for i = 1, #KEYS do
       -- tries again, and the key must not go to someone behind it here
       -- while the other nodes keep it for the caller.
       local waiter = nextWaiter(meta, key)
-      if waiter and waiter ~= member then handTo(meta, key, waiter) end
+      if waiter and waiter ~= member then
+        handTo(meta, key, waiter)
+        if #KEYS == 1 and ARGV[5] ~= '' then
+          enqueue(meta, key, ARGV[5], ARGV[6], tonumber(ARGV[7]))
+          reserved = 1
+        end
+      end
     end
   end
 end
-return deleted
+return {deleted, reserved}
 `,
 );

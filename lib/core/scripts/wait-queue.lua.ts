@@ -22,6 +22,10 @@
  * without a round trip (see `Redlock.transferred` for why that is safe).
  * Otherwise the waiter is only told, and asks.
  * `handTo` publishes `<key>\n<value>\n<1 given | 0 told>`.
+ *
+ * `enqueue` gives `member` a place ranked by `arrival` (the client's clock,
+ * clamped to the node's last second, so a client whose clock runs behind
+ * cannot jump far ahead) that lives `life` ms unless renewed.
  */
 export const WAIT_QUEUE_LUA = `
 local now
@@ -44,6 +48,17 @@ local function nextWaiter(meta, key)
   end
   local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   return head[1], head[2]
+end
+local function enqueue(meta, key, member, arrival, life)
+  local q = meta .. 'q:' .. key
+  local e = meta .. 't:' .. key
+  arrival = tonumber(arrival)
+  if arrival > clock() then arrival = clock() end
+  if arrival < clock() - 1000 then arrival = clock() - 1000 end
+  redis.call('ZADD', q, 'NX', arrival, member)
+  redis.call('ZADD', e, clock() + life, member)
+  if redis.call('PTTL', q) < life then redis.call('PEXPIRE', q, life) end
+  if redis.call('PTTL', e) < life then redis.call('PEXPIRE', e, life) end
 end
 local function handTo(meta, key, waiter)
   local sp = string.find(waiter, ' ', 1, true)

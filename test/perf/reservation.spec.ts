@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import { Redlock, type Lock } from 'nestjs-redlock';
+import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
+import { closeAll, scriptCalls, uniquePrefix } from '../utils/nodes.js';
+
+// A release that hands a contended key on queues its process again in the
+// same call; the process's next acquire adopts that place instead of
+// asking. Own servers: the tests count script calls per node.
+describe('queue places reserved by a release', () => {
+  let servers: RedisServer[];
+  let admin: Redis[];
+  const redlocks: Redlock[] = [];
+  const make = (prefix: string, options: { localHandoff?: number } = {}) => {
+    const redlock = new Redlock({
+      clients: servers.map((s) => s.url),
+      keyPrefix: prefix,
+      ...options,
+    });
+    redlocks.push(redlock);
+    return redlock;
+  };
+  // Fallback retries 5 s away: only a release can move a waiter sooner.
+  const slow = { retryDelay: 5000, retryJitter: 0, waitTimeout: 8000 };
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  /** Members of the key's wait queue on every node. */
+  const queues = (prefix: string, resource: string) =>
+    Promise.all(
+      admin.map((c) => c.zrange(`redlock:q:${prefix}${resource}`, '0', '-1')),
+    );
+
+  /**
+   * `first` holds `resource` as a lock it waited for (given by `opener`'s
+   * release), and `second` waits behind it.
+   */
+  const contended = async (prefix: string, resource: string) => {
+    const opener = make(prefix);
+    const first = make(prefix);
+    const second = make(prefix);
+    const held = await opener.acquire(resource, { ttl: 20_000 });
+    const pendingFirst = first.acquire(resource, slow);
+    await sleep(100);
+    const pendingSecond = second.acquire(resource, slow);
+    await sleep(100);
+    await held.release();
+    const lock = await pendingFirst;
+    expect(lock.waited).toBe(true);
+    return { first, second, lock, pendingSecond };
+  };
+
+  beforeAll(async () => {
+    servers = await startServers(3);
+    admin = servers.map((s) => s.client());
+  });
+  afterAll(async () => {
+    await Promise.all(redlocks.map((r) => r.quit()));
+    await closeAll(admin);
+    await Promise.all(servers.map((s) => s.stop()));
+  });
+
+  it('holders that release a contended key and ask again at once send no acquire: each gets the key after the waiter ahead of it', async () => {
+    const prefix = uniquePrefix('again');
+    const { first, second, lock, pendingSecond } = await contended(
+      prefix,
+      'sku',
+    );
+    let before = await scriptCalls(admin);
+    await lock.release();
+    const firstAgain = first.acquire('sku', slow);
+    const secondLock = await pendingSecond;
+    await sleep(50);
+    let got: Lock | undefined;
+    void firstAgain.then((l) => (got = l));
+    // The key went to the waiter ahead; the holder's new request waits,
+    // and cost the nodes nothing: one release per node.
+    expect(got).toBeUndefined();
+    expect((await scriptCalls(admin)) - before).toBe(servers.length);
+    before = await scriptCalls(admin);
+    await secondLock.release();
+    const secondAgain = second.acquire('sku', slow);
+    const mine = await firstAgain;
+    await sleep(50);
+    expect((await scriptCalls(admin)) - before).toBe(servers.length);
+    expect(mine.waited).toBe(true);
+    // Its validity never outlives the keys' own lease.
+    const key = `${prefix}sku`;
+    const pttls = await Promise.all(admin.map((c) => c.pttl(key)));
+    expect(mine.remaining()).toBeLessThanOrEqual(Math.min(...pttls) + 1);
+    const values = await Promise.all(admin.map((c) => c.get(key)));
+    expect(values).toEqual(servers.map(() => mine.value));
+    await mine.release();
+    await (await secondAgain).release();
+    // The place the last release reserved was never adopted: it is gone
+    // once the event loop turned, and so is every key.
+    await sleep(50);
+    expect(await queues(prefix, 'sku')).toEqual(servers.map(() => []));
+    expect(await Promise.all(admin.map((c) => c.exists(key)))).toEqual(
+      servers.map(() => 0),
+    );
+  });
+
+  it('the next caller waiting in the same process adopts the place its release reserved', async () => {
+    const prefix = uniquePrefix('local');
+    // No in-process handoff: the lease goes back through Redis.
+    const replica = make(prefix, { localHandoff: 0 });
+    const other = make(prefix);
+    // The replica waits once first, so that it listens for releases
+    // already (its first subscription wakes its waiters once).
+    const opening = await other.acquire('sku');
+    const pendingHeld = replica.acquire('sku', { ...slow, ttl: 20_000 });
+    await sleep(100);
+    await opening.release();
+    // The place is taken for the same lease only (it is in the place's name).
+    const held = await pendingHeld;
+    const remote = other.acquire('sku', slow);
+    await sleep(100);
+    const local = replica.acquire('sku', { ...slow, ttl: 20_000 });
+    await sleep(100);
+    const before = await scriptCalls(admin);
+    await held.release();
+    const remoteLock = await remote;
+    await sleep(50);
+    await remoteLock.release();
+    const localLock = await local;
+    await sleep(50);
+    // The local caller never asked the nodes: two releases, and the other
+    // replica taking back the place its release reserved (it did not ask
+    // again): three scripts per node.
+    expect((await scriptCalls(admin)) - before).toBe(3 * servers.length);
+    expect(localLock.isHeld).toBe(true);
+    await localLock.release();
+  });
+
+  it('a place nobody adopts leaves the queues: the next release gives the key to nobody', async () => {
+    const prefix = uniquePrefix('unused');
+    const { lock, pendingSecond } = await contended(prefix, 'sku');
+    await lock.release();
+    const secondLock = await pendingSecond;
+    await sleep(50);
+    // Only the waiter that holds the key is left in the queues.
+    expect(await queues(prefix, 'sku')).toEqual(
+      servers.map(() => [secondLock.queueName]),
+    );
+    await secondLock.release();
+    // Had the reserved place stayed, this release would have given it the
+    // key for 10 s.
+    expect(
+      await Promise.all(admin.map((c) => c.exists(`${prefix}sku`))),
+    ).toEqual(servers.map(() => 0));
+  });
+
+  it('quit() takes back a place reserved by the last release', async () => {
+    const prefix = uniquePrefix('quit');
+    const { first, lock, pendingSecond } = await contended(prefix, 'sku');
+    // Released and closed in the same turn of the event loop: the place is
+    // still open when quit() runs.
+    await lock.release().then(() => first.quit());
+    const secondLock = await pendingSecond;
+    expect(await queues(prefix, 'sku')).toEqual(
+      servers.map(() => [secondLock.queueName]),
+    );
+    await secondLock.release();
+    expect(
+      await Promise.all(admin.map((c) => c.exists(`${prefix}sku`))),
+    ).toEqual(servers.map(() => 0));
+  });
+
+  it('an uncontended release reserves nothing', async () => {
+    const prefix = uniquePrefix('alone');
+    const replica = make(prefix);
+    const lock = await replica.acquire('sku');
+    await lock.release();
+    expect(replica.reservations.size).toBe(0);
+    expect(await queues(prefix, 'sku')).toEqual(servers.map(() => []));
+  });
+});
