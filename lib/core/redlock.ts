@@ -29,9 +29,11 @@ import { Reservations, type Reservation } from './reservations.js';
 import { normalizeResources } from './resources.js';
 import {
   ACQUIRE_SCRIPT,
+  acquireReply,
   EXTEND_MANY_SCRIPT,
   EXTEND_SCRIPT,
   RELEASE_SCRIPT,
+  releaseReply,
 } from './scripts/index.js';
 import { resolveTiming, show, type ResolvedTiming } from './timing.js';
 import {
@@ -50,18 +52,6 @@ function localLine(keys: readonly string[], fencing: boolean): string {
 
 /** Bytes of randomness in a lock value (the Redlock page suggests 20). */
 const VALUE_BYTES = 20;
-
-/**
- * How long the longest waiter for a key may see newcomers take it before
- * they must queue behind it (see the acquire script): bounds the wait of
- * queued waiters while letting a holder that asks again right after its
- * release go on briefly, which keeps a hot lock busy. At 20 ms, the sample's
- * multi-SKU flash sale (`npm run demo`) ran 3-4 times slower than with
- * polling: waiters blocked on one key of a lock kept newcomers off another
- * key that was free. 250 ms keeps the demo at or above polling speed and
- * still bounds how long a queued waiter can be overtaken.
- */
-const BARGE_WINDOW_MS = 250;
 
 /** Locks per extend-many script call (a pipeline per node carries all calls of a tick). */
 const EXTEND_CHUNK = 500;
@@ -591,18 +581,15 @@ export class Redlock implements LockOperations {
       ttl,
       fencing ? 1 : 0,
       this.metaPrefix,
-      queue?.life ?? 0,
-      // Not waiting: no name; the queues never hold it.
-      queue?.name ?? '',
-      BARGE_WINDOW_MS,
-      queue?.arrival ?? Date.now(),
+      // Not waiting: no place; the queues never hold it.
+      queue ? `${queue.life} ${queue.arrival} ${queue.name}` : '',
     ];
     const scriptKeys = counters ? [...keys, ...counters] : keys;
     const answeredAt = queue?.answeredAt;
     const ballots = await poll(
       this.nodes,
       (node) => node.run(ACQUIRE_SCRIPT, scriptKeys, args),
-      (reply) => ((reply as [number, number])[0] === 1 ? 'granted' : 'busy'),
+      (reply) => (acquireReply(reply).granted ? 'granted' : 'busy'),
       timing.nodeTimeout,
       this.decided,
       answeredAt &&
@@ -653,11 +640,12 @@ export class Redlock implements LockOperations {
         : answered < this.quorum
           ? 'unreachable'
           : 'busy');
-    // -1: the key is free but queued waiters go first (no lease to wait for).
+    // No holderTtl: the key is free but queued waiters go first (no lease
+    // to wait for).
     const ttls = ballots
       .filter((b) => b.outcome === 'busy')
-      .map((b) => (b.reply as [number, number])[1])
-      .filter((ttl) => ttl >= 0);
+      .map((b) => acquireReply(b.reply).holderTtl)
+      .filter((ttl) => ttl !== undefined);
     return {
       start,
       ballots,
@@ -945,15 +933,15 @@ export class Redlock implements LockOperations {
       value,
       this.metaPrefix,
       name ?? '',
-      leave ? 1 : 0,
-      reserve?.name ?? '',
-      reserve?.arrival ?? 0,
-      queueLife(this.timing),
+      (leave ? '1' : '0') +
+        (reserve
+          ? ` ${queueLife(this.timing)} ${reserve.arrival} ${reserve.name}`
+          : ''),
     ];
     return poll(
       nodes,
       (node) => node.run(RELEASE_SCRIPT, keys, args),
-      (reply) => ((reply as number[])[0] > 0 ? 'granted' : 'busy'),
+      (reply) => (releaseReply(reply).deleted > 0 ? 'granted' : 'busy'),
       timeout,
       decided,
     );

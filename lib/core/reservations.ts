@@ -1,5 +1,6 @@
 import type { Ballot } from './poll.js';
 import type { ReleaseListener } from './release-listener.js';
+import { releaseReply } from './scripts/release.script.js';
 
 /**
  * A place in the nodes' wait queues that a release took for its process's
@@ -80,12 +81,12 @@ export class Reservations {
 
   /**
    * Offers `r` to the next acquire of its line, given the replies of the
-   * release that carried it (a release reply is `[deleted, reserved]`).
+   * release that carried it.
    */
   offer(r: Reservation, ballots: readonly Ballot[]): void {
     r.maybe = ballots.map((b) => {
       if (b.outcome === 'granted' || b.outcome === 'busy') {
-        const queued = (b.reply as number[])[1] === 1;
+        const queued = releaseReply(b.reply).reserved;
         if (queued) r.placed++;
         return queued;
       }

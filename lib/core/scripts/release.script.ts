@@ -8,19 +8,21 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  *
  * KEYS: the lock keys. ARGV[1]: the lock value, ARGV[2]: the meta prefix,
  * ARGV[3]: the caller's name in the wait queues (`<listener id> <value>
- * <lease>`), ARGV[4]: `1` when the caller is done (it leaves the queues),
- * `0` when it takes back a failed attempt and still waits (it keeps its
- * place), ARGV[5]: a name to queue in the caller's stead (`<listener id>
- * <new value> <lease>`, empty for none; see below), ARGV[6]: that place's
- * arrival (client clock, ms), ARGV[7]: its life in ms.
- * Returns `{deleted, reserved}`: how many keys it deleted, and `1` when it
- * queued ARGV[5].
+ * <lease>`; empty if it never waited), ARGV[4]: `1` when the caller is done
+ * (it leaves the queues) or `0` when it takes back a failed attempt and
+ * still waits (it keeps its place), followed, to reserve a place (below),
+ * by ` <life> <arrival> <name>`: that place's life in ms, its arrival
+ * (client clock, ms) and its name (`<listener id> <new value> <lease>`).
+ * Packed, as in the acquire script: most releases are uncontended.
+ * Returns `deleted * 2 + reserved`: how many keys it deleted, and `1` when
+ * it queued the reserved place (one integer: see the acquire script); read
+ * it with `releaseReply`.
  *
  * Reserving: a holder that releases a contended key often asks again at
  * once (its process has more work for the same resource), and that
  * request would only be refused and queued behind the waiter just served:
  * a round trip to every node for nothing. So when the release hands the
- * key on, it queues ARGV[5] at the tail in the same call; a new acquire of
+ * key on, it queues the reserved place at the tail in the same call; a new acquire of
  * the caller's process adopts that place instead of asking (see
  * `Reservations`). Only for a single key, where the place is the whole
  * request.
@@ -29,8 +31,8 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  * goes to the longest-waiting live waiter (given outright, or that waiter
  * is told to ask), on `<meta>w:<its listener id>`, a channel only its
  * process listens to (a broadcast would wake every waiting process for
- * every release). Without waiters nothing is written or published, so an
- * uncontended release costs no more than a plain compare-and-delete.
+ * every release). Without waiters nothing is written or published: an
+ * uncontended release is a compare-and-delete plus a look for a queue.
  *
  * A failed attempt's take-back leaves a key that a release gave to the
  * caller (`g:<key>`): the caller counts that node from the message,
@@ -38,9 +40,24 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  */
 export const RELEASE_SCRIPT = defineScript(
   'release',
-  WAIT_QUEUE_LUA +
+  `
+local leave = string.sub(ARGV[4], 1, 1) == '1'
+if #KEYS == 1
+    and redis.call('EXISTS', ARGV[2] .. 'q:' .. KEYS[1]) == 0 then
+  -- Nobody waits for it (the common case): a compare-and-delete, before
+  -- the shared helpers are even created.
+  local g = ARGV[2] .. 'g:' .. KEYS[1]
+  if redis.call('GET', KEYS[1]) == ARGV[1]
+      and (leave or redis.call('GET', g) ~= ARGV[1]) then
+    redis.call('DEL', KEYS[1], g)
+    return 2
+  end
+  return 0
+end
+` +
+    WAIT_QUEUE_LUA +
     `
-local meta, member, leave = ARGV[2], ARGV[3], ARGV[4] == '1'
+local meta, member = ARGV[2], ARGV[3]
 local deleted, reserved = 0, 0
 for i = 1, #KEYS do
   local key = KEYS[i]
@@ -60,14 +77,25 @@ for i = 1, #KEYS do
       local waiter = nextWaiter(meta, key)
       if waiter and waiter ~= member then
         handTo(meta, key, waiter)
-        if #KEYS == 1 and ARGV[5] ~= '' then
-          enqueue(meta, key, ARGV[5], ARGV[6], tonumber(ARGV[7]))
+        local life, arrival, name =
+          string.match(ARGV[4], '^%d (%d+) (%d+) (.+)$')
+        if #KEYS == 1 and life then
+          enqueue(meta, key, name, arrival, tonumber(life))
           reserved = 1
         end
       end
     end
   end
 end
-return {deleted, reserved}
+return deleted * 2 + reserved
 `,
 );
+
+/** Reads a release script reply. */
+export function releaseReply(reply: unknown): {
+  deleted: number;
+  reserved: boolean;
+} {
+  const code = Number(reply);
+  return { deleted: Math.floor(code / 2), reserved: code % 2 === 1 };
+}
