@@ -143,6 +143,12 @@ export class LocalQueue {
     else this.lines.delete(id);
   }
 
+  /** Tells every caller still waiting for its turn that the time is up (`Redlock.quit()`). */
+  closeAll(): void {
+    for (const line of this.lines.values())
+      for (const turn of [...line.waiting]) turn.give(false);
+  }
+
   /**
    * A lock its caller never releases would block the line until each
    * waiter's timeout: the first waiter watches the holder's validity and

@@ -138,6 +138,10 @@ export class Redlock implements LockOperations {
   readonly keepAlive: KeepAlive;
   /** @internal Queue places that releases took for this instance's next acquire. */
   readonly reservations: Reservations;
+  /** Set by `quit()`: waiting acquires give up, new ones are refused. */
+  private closed = false;
+  /** Waiters leaving the nodes' queues (`quit()` lets them finish first). */
+  private readonly leaving = new Set<Promise<unknown>>();
 
   constructor(private readonly options: RedlockOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -280,6 +284,7 @@ export class Redlock implements LockOperations {
     const fencing = this.resolveFencing(options);
     const signal = options?.signal;
     signal?.throwIfAborted();
+    if (this.closed) throw this.closedError(names, 0);
     const giveUpAt = this.clock.now() + timing.waitTimeout;
     // Callers of this process for the same resources take turns: only the
     // one whose turn it is talks to Redis.
@@ -293,6 +298,7 @@ export class Redlock implements LockOperations {
       return turn;
     }
     if (!turn) {
+      if (this.closed) throw this.closedError(names, 0);
       const holder = this.localQueue.holderOf(line);
       throw new LockNotAcquiredError(
         names,
@@ -366,6 +372,7 @@ export class Redlock implements LockOperations {
       }
       for (;;) {
         signal?.throwIfAborted();
+        if (this.closed) throw this.closedError(names, attempt);
         attempt++;
         const result = await this.attempt(
           names,
@@ -391,13 +398,21 @@ export class Redlock implements LockOperations {
         if (lock) return lock;
       }
     } catch (error) {
-      // Gave up (timeout, abort, outage): leave the nodes' wait queues, or
-      // releases would give keys to a waiter that is gone.
-      if (queue !== undefined && (attempt > 0 || reserved))
-        await this.sendRelease(this.nodes, keys, value, timing.nodeTimeout, {
-          name: queue.name,
-          leave: true,
-        });
+      // Gave up (timeout, abort, outage, quit()): leave the nodes' wait
+      // queues, or releases would give keys to a waiter that is gone (and
+      // take back keys given to us meanwhile).
+      if (queue !== undefined && (attempt > 0 || reserved)) {
+        const leaving = this.sendRelease(
+          this.nodes,
+          keys,
+          value,
+          timing.nodeTimeout,
+          { name: queue.name, leave: true },
+        );
+        this.leaving.add(leaving);
+        await leaving;
+        this.leaving.delete(leaving);
+      }
       throw error;
     }
   }
@@ -429,6 +444,11 @@ export class Redlock implements LockOperations {
     } catch (error) {
       this.releases.takeGiven(value);
       throw signal?.aborted ? signal.reason : error;
+    }
+    // quit() woke us: a lock now could not even be released.
+    if (this.closed) {
+      this.releases.takeGiven(value);
+      throw this.closedError(names, context.attempt);
     }
     if (queue) return this.claimGiven(names, keys, value, timing, queue);
     this.releases.takeGiven(value);
@@ -555,7 +575,16 @@ export class Redlock implements LockOperations {
 
   /** Closes the clients the library created; borrowed clients are left open. */
   async quit(): Promise<void> {
+    this.closed = true;
     this.keepAlive.stop();
+    // Waiting acquires give up and leave the nodes' queues while the
+    // connections are still open: a place left behind could still be given
+    // a key, held for its whole lease by a process that is gone. Woken
+    // waiters reach their clean-up within the microtasks that follow.
+    this.localQueue.closeAll();
+    this.releases.wakeAll();
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.allSettled([...this.leaving]);
     // Queue places left for an acquire that will not come now.
     await this.reservations.close();
     await this.releases.close();
@@ -945,6 +974,13 @@ export class Redlock implements LockOperations {
       timeout,
       decided,
     );
+  }
+
+  private closedError(
+    resources: string[],
+    attempts: number,
+  ): LockNotAcquiredError {
+    return new LockNotAcquiredError(resources, attempts, 'closed', [], 0);
   }
 
   private notAcquired(

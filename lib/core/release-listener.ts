@@ -190,7 +190,8 @@ export class ReleaseListener {
     }
   }
 
-  private wakeAll(): void {
+  /** @internal Wakes every listening waiter (reconnects, `quit()`). */
+  wakeAll(): void {
     for (const set of [...this.waiting.values()])
       for (const entry of [...set]) entry.wake();
   }

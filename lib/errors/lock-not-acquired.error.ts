@@ -8,10 +8,12 @@ import { RedlockError } from './redlock.error.js';
  *   infrastructure failure, not contention.
  * - `expired`: a quorum granted the lock, but it took longer than the lease
  *   (minus clock drift), so no validity was left; it was released again.
+ * - `closed`: the `Redlock` instance was closed (`quit()`, application
+ *   shutdown) before or while the acquire waited; it left the nodes' queues.
  *
  * @publicApi
  */
-export type LockFailureReason = 'busy' | 'unreachable' | 'expired';
+export type LockFailureReason = 'busy' | 'unreachable' | 'expired' | 'closed';
 
 /**
  * The lock could not be acquired within the wait timeout. Maps to HTTP 409
@@ -47,4 +49,6 @@ const REASONS: Record<LockFailureReason, string> = {
   unreachable:
     'fewer than a quorum of Redis nodes answered (infrastructure failure, not contention)',
   expired: 'the quorum answered too late, no validity was left within the ttl',
+  closed:
+    'the Redlock instance was closed (quit()) before the lock was acquired',
 };

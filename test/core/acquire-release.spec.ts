@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { LockNotAcquiredError, Redlock } from 'nestjs-redlock';
-import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
+import {
+  closeAll,
+  flushed,
+  inspect,
+  quorumUrls,
+  uniquePrefix,
+} from '../utils/nodes.js';
 import { scanKeys } from '../../scripts/redis-nodes.mjs';
 
 /**
@@ -45,6 +51,7 @@ describe('Redlock on five nodes: acquire, release, extend', () => {
       expect(pttl).toBeLessThanOrEqual(2000);
     }
     expect((await lock.release()).released).toBe(true);
+    await flushed(redlock);
     for (const node of nodes)
       expect(await node.exists(`${prefix}order:42`)).toBe(0);
   });

@@ -9,7 +9,7 @@ import {
 import { createApp, type TestApp } from '../fixtures/create-app.js';
 import { OrdersService } from '../fixtures/orders.fixture.js';
 import { sleep, Tracker } from '../fixtures/tracker.js';
-import { closeAll, inspect, quorumUrls } from '../utils/nodes.js';
+import { closeAll, flushed, inspect, quorumUrls } from '../utils/nodes.js';
 
 describe('@Locked on a service method (five real Redis nodes)', () => {
   let t: TestApp;
@@ -28,11 +28,12 @@ describe('@Locked on a service method (five real Redis nodes)', () => {
     await closeAll(nodes);
   });
 
-  const keysLeft = async (resource: string) =>
-    (await Promise.all(nodes.map((n) => n.exists(t.prefix + resource)))).reduce(
-      (a, b) => a + b,
-      0,
-    );
+  const keysLeft = async (resource: string) => {
+    await flushed(t.app.get(Redlock));
+    return (
+      await Promise.all(nodes.map((n) => n.exists(t.prefix + resource)))
+    ).reduce((a, b) => a + b, 0);
+  };
 
   it('runs two concurrent calls on the same key one after the other', async () => {
     const before = tracker.intervals.length;

@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { Redlock, type Lock } from 'nestjs-redlock';
+import { LockNotAcquiredError, Redlock, type Lock } from 'nestjs-redlock';
 import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
-import { closeAll, scriptCalls, uniquePrefix } from '../utils/nodes.js';
+import {
+  closeAll,
+  flushed,
+  scriptCalls,
+  uniquePrefix,
+} from '../utils/nodes.js';
 
 // A release that hands a contended key on queues its process again in the
 // same call; the process's next acquire adopts that place instead of
@@ -134,7 +139,7 @@ describe('queue places reserved by a release', () => {
 
   it('a place nobody adopts leaves the queues: the next release gives the key to nobody', async () => {
     const prefix = uniquePrefix('unused');
-    const { lock, pendingSecond } = await contended(prefix, 'sku');
+    const { second, lock, pendingSecond } = await contended(prefix, 'sku');
     await lock.release();
     const secondLock = await pendingSecond;
     await sleep(50);
@@ -143,6 +148,7 @@ describe('queue places reserved by a release', () => {
       servers.map(() => [secondLock.queueName]),
     );
     await secondLock.release();
+    await flushed(second);
     // Had the reserved place stayed, this release would have given it the
     // key for 10 s.
     expect(
@@ -152,7 +158,10 @@ describe('queue places reserved by a release', () => {
 
   it('quit() takes back a place reserved by the last release', async () => {
     const prefix = uniquePrefix('quit');
-    const { first, lock, pendingSecond } = await contended(prefix, 'sku');
+    const { first, second, lock, pendingSecond } = await contended(
+      prefix,
+      'sku',
+    );
     // Released and closed in the same turn of the event loop: the place is
     // still open when quit() runs.
     await lock.release().then(() => first.quit());
@@ -161,9 +170,38 @@ describe('queue places reserved by a release', () => {
       servers.map(() => [secondLock.queueName]),
     );
     await secondLock.release();
+    await flushed(second);
     expect(
       await Promise.all(admin.map((c) => c.exists(`${prefix}sku`))),
     ).toEqual(servers.map(() => 0));
+  });
+
+  it('quit() makes a waiting acquire give up and leave the queues first: no key goes to a closed instance', async () => {
+    const prefix = uniquePrefix('closing');
+    const owner = make(prefix);
+    const closing = make(prefix);
+    const held = await owner.acquire('sku', { ttl: 20_000 });
+    // A second caller of the closing instance waits in its local queue.
+    const pending = closing.acquire('sku', slow).catch((e: unknown) => e);
+    const local = closing.acquire('sku', slow).catch((e: unknown) => e);
+    await sleep(200);
+    expect((await queues(prefix, 'sku'))[0]).toHaveLength(1);
+    await closing.quit();
+    for (const error of [await pending, await local]) {
+      expect(error).toBeInstanceOf(LockNotAcquiredError);
+      expect((error as LockNotAcquiredError).reason).toBe('closed');
+    }
+    expect(await queues(prefix, 'sku')).toEqual(servers.map(() => []));
+    // Had its place stayed (it lives about 10 s with these settings), this
+    // release would give the key to the closed instance for 10 s.
+    await held.release();
+    await flushed(owner);
+    expect(
+      await Promise.all(admin.map((c) => c.exists(`${prefix}sku`))),
+    ).toEqual(servers.map(() => 0));
+    await expect(closing.acquire('other')).rejects.toMatchObject({
+      reason: 'closed',
+    });
   });
 
   it('an uncontended release reserves nothing', async () => {

@@ -2,7 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { Redlock } from 'nestjs-redlock';
 import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
-import { closeAll, scriptCalls, uniquePrefix } from '../utils/nodes.js';
+import {
+  closeAll,
+  flushed,
+  scriptCalls,
+  uniquePrefix,
+} from '../utils/nodes.js';
 
 // Waiters wake on a release message; a lost message still ends in a grant
 // within the holder's lease. Own servers: the test kills pub/sub
@@ -132,9 +137,13 @@ describe('wake on release, local queue', () => {
   });
 
   it('a release gives the key to the waiter of another process: it holds the lock without asking again', async () => {
-    const { prefix, held, pending } = await holdAndQueue('give', 'sku:g', {
-      ttl: 5000,
-    });
+    const { prefix, waiter, held, pending } = await holdAndQueue(
+      'give',
+      'sku:g',
+      {
+        ttl: 5000,
+      },
+    );
     const before = await evalshaCalls();
     await held.release();
     const lock = await pending;
@@ -148,6 +157,7 @@ describe('wake on release, local queue', () => {
     expect(lock.remaining()).toBeGreaterThan(4000);
     expect(lock.remaining()).toBeLessThanOrEqual(Math.min(...pttls) + 1);
     await lock.release();
+    await flushed(waiter);
     expect(await Promise.all(admin.map((c) => c.exists(key)))).toEqual(
       servers.map(() => 0),
     );

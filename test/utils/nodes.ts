@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import type { Redlock } from 'nestjs-redlock';
 
 /** URL of the shared single-node server started by global-setup. */
 export function singleUrl(): string {
@@ -44,4 +45,14 @@ export async function scriptCalls(clients: Redis[]): Promise<number> {
     calls += Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0);
   }
   return calls;
+}
+
+/**
+ * Resolves once every command `redlock` sent before the call has run on its
+ * nodes: a release settles when a quorum answered, and the others' deletes
+ * may still be on the way. A PING on each of its own connections returns
+ * after everything sent before it on that connection.
+ */
+export async function flushed(redlock: Redlock): Promise<void> {
+  await Promise.all(redlock.nodes.map((n) => n.client.ping().catch(() => 0)));
 }
