@@ -1,7 +1,9 @@
 // `npm run bench`: this library against its peers and a raw-ioredis floor,
 // on 1 and 5 local Redis nodes, rounds interleaved (each round runs every
 // library once, in a rotated order) so machine noise hits all alike; the
-// tables report medians over rounds. Options:
+// tables report medians over rounds; scenario 3 also reports the ceiling no
+// lock can beat (the same critical section back to back, without a lock).
+// Options:
 //   --quick            a short run (about 2 minutes)
 //   --rounds=N         rounds of scenarios 1-3 (default 3, quick 2)
 //   --hold-seconds=S   scenario 4 hold time (default 30, quick 3)
@@ -18,7 +20,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServers } from '../scripts/redis-nodes.mjs';
 import { ALL, createLib, FLOOR, OURS, PEERS } from './libs.mjs';
-import { held, hotInProcess, parallel, sequential, summarizeHot } from './scenarios.mjs';
+import { held, hotInProcess, hotWorker, parallel, sequential, summarizeHot } from './scenarios.mjs';
 import { countCommands, internalClient, median, sleep } from './util.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -114,6 +116,37 @@ async function hotInProcesses(name, urls, tag) {
   return summarizeHot(replies.map((r) => r.result), elapsed, replies.reduce((a, r) => a + r.commands, 0));
 }
 
+/**
+ * The most any lock could reach in scenario 3: one worker running the same
+ * critical section back to back with no lock at all (in memory for 3a; with
+ * the checker's INCR and DECR round trips for 3b). Median of 3 runs.
+ */
+async function ceilings() {
+  const noLock = { acquire: async () => null, release: async () => undefined };
+  const run = async (enter, exit) => {
+    const endAt = Date.now() + config.hotMs;
+    const { waits } = await hotWorker(noLock, { key: 'ceiling', endAt, enter, exit });
+    return (waits.length / config.hotMs) * 1000;
+  };
+  const checker = internalClient(checkerUrl);
+  const inProcess = [];
+  const acrossProcesses = [];
+  for (let i = 0; i < 3; i++) {
+    inProcess.push(await run(async () => true, async () => undefined));
+    acrossProcesses.push(
+      await run(
+        async () => (await checker.incr('inside:ceiling')) === 1,
+        async () => {
+          await checker.decr('inside:ceiling');
+        },
+      ),
+    );
+  }
+  await checker.quit();
+  return { inProcess: median(inProcess), acrossProcesses: median(acrossProcesses) };
+}
+let ceiling;
+
 /** results[scenario][topology][lib] = list of per-round results */
 const results = {};
 function record(scenario, nodes, lib, value) {
@@ -140,6 +173,10 @@ async function runOne(scenario, name, nodes, round) {
 }
 
 try {
+  if (config.scenarios.includes('hot') || config.scenarios.includes('hotproc')) {
+    ceiling = await ceilings();
+    log(`ceiling without a lock: ${ceiling.inProcess.toFixed(0)} CS/s in process, ${ceiling.acrossProcesses.toFixed(0)} CS/s with the checker's round trips`);
+  }
   if (config.scenarios.includes('hotproc')) await forkChildren();
   const rotating = config.scenarios.filter((s) => s !== 'held');
   for (let round = 0; round < config.rounds; round++) {
@@ -202,6 +239,11 @@ function renderReport() {
     `Scenarios 1-3: median of ${config.rounds} interleaved rounds (${config.seqMs / 1000} s, ${config.parMs / 1000} s, ${config.hotMs / 1000} s per run). Scenario 4: one run per library.`,
     'Figures are noisy on a small shared machine: compare ratios within this run, not across runs.',
     '"× floor" and "× best peer" compare the first column (for CPU, lower is better, so the ratio is best/ours).',
+    ...(ceiling
+      ? [
+          `Ceiling of scenario 3 (one worker running the same critical section back to back, no lock): ${ceiling.inProcess.toFixed(0)} CS/s in process (3a), ${ceiling.acrossProcesses.toFixed(0)} CS/s with the checker's INCR and DECR round trips (3b). No lock can beat it.`,
+        ]
+      : []),
     '',
   ];
   for (const [scenario, { title, main, lowerIsBetter }] of Object.entries(SCENARIOS)) {
