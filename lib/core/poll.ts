@@ -60,16 +60,20 @@ export function poll(
       else tally.failed++;
       if (tally.pending === 0 || decided(tally)) finish();
     };
-    const timer = setTimeout(finish, timeoutMs);
-    nodes.forEach((node, i) => {
-      let request: Promise<unknown>;
+    // Every request is written before any bookkeeping: the writes of one
+    // poll go out back to back (each costs a system call that wakes a node).
+    const requests = nodes.map((node) => {
       try {
-        request = send(node);
+        return send(node);
       } catch (error) {
-        request = Promise.reject(
+        return Promise.reject(
           error instanceof Error ? error : new Error(String(error)),
         );
       }
+    });
+    const timer = setTimeout(finish, timeoutMs);
+    requests.forEach((request, i) => {
+      const node = nodes[i];
       request.then(
         (reply) => {
           const outcome = judge(reply);
