@@ -140,8 +140,8 @@ export class Redlock implements LockOperations {
   readonly reservations: Reservations;
   /** Set by `quit()`: waiting acquires give up, new ones are refused. */
   private closed = false;
-  /** Waiters leaving the nodes' queues (`quit()` lets them finish first). */
-  private readonly leaving = new Set<Promise<unknown>>();
+  /** Acquires talking to the nodes (`quit()` lets them finish first). */
+  private readonly active = new Set<Promise<Lock>>();
 
   constructor(private readonly options: RedlockOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -309,19 +309,22 @@ export class Redlock implements LockOperations {
       );
     }
     let lock: Lock | undefined;
+    const inTurn = this.acquireInTurn(
+      names,
+      keys,
+      line,
+      timing,
+      giveUpAt,
+      signal,
+      fencing,
+    );
+    this.active.add(inTurn);
     try {
-      lock = await this.acquireInTurn(
-        names,
-        keys,
-        line,
-        timing,
-        giveUpAt,
-        signal,
-        fencing,
-      );
+      lock = await inTurn;
       this.count(queuedLocally || lock.waited);
       return lock;
     } finally {
+      this.active.delete(inTurn);
       if (lock) this.localQueue.hold(line, lock);
       else this.localQueue.leave(line);
     }
@@ -357,6 +360,7 @@ export class Redlock implements LockOperations {
         }
       : undefined;
     let attempt = 0;
+    let grantedWhileClosing = false;
     try {
       if (reserved && queue && reserved.placed >= this.quorum) {
         // Queued on a quorum: the key went to the waiter before us there, so
@@ -383,6 +387,12 @@ export class Redlock implements LockOperations {
           queue,
         );
         if (result.lock) {
+          // Granted while quit() ran: a lock now could not even be
+          // released; the clean-up below takes the keys back.
+          if (this.closed) {
+            grantedWhileClosing = true;
+            throw this.closedError(names, attempt);
+          }
           result.lock.waited = attempt > 1 || reserved !== undefined;
           return result.lock;
         }
@@ -401,18 +411,14 @@ export class Redlock implements LockOperations {
       // Gave up (timeout, abort, outage, quit()): leave the nodes' wait
       // queues, or releases would give keys to a waiter that is gone (and
       // take back keys given to us meanwhile).
-      if (queue !== undefined && (attempt > 0 || reserved)) {
-        const leaving = this.sendRelease(
-          this.nodes,
-          keys,
-          value,
-          timing.nodeTimeout,
-          { name: queue.name, leave: true },
-        );
-        this.leaving.add(leaving);
-        await leaving;
-        this.leaving.delete(leaving);
-      }
+      if (
+        (queue !== undefined && (attempt > 0 || reserved)) ||
+        grantedWhileClosing
+      )
+        await this.sendRelease(this.nodes, keys, value, timing.nodeTimeout, {
+          name: queue?.name,
+          leave: true,
+        });
       throw error;
     }
   }
@@ -433,6 +439,8 @@ export class Redlock implements LockOperations {
     >,
   ): Promise<Lock | undefined> {
     const { signal } = context;
+    // quit() ran while our attempt was out: give up now rather than wait.
+    if (this.closed) throw this.closedError(names, context.attempt);
     try {
       await this.waitStrategy.wait({
         ...context,
@@ -577,14 +585,22 @@ export class Redlock implements LockOperations {
   async quit(): Promise<void> {
     this.closed = true;
     this.keepAlive.stop();
-    // Waiting acquires give up and leave the nodes' queues while the
-    // connections are still open: a place left behind could still be given
-    // a key, held for its whole lease by a process that is gone. Woken
-    // waiters reach their clean-up within the microtasks that follow.
+    // Acquires give up and leave the nodes' queues while the connections
+    // are still open: a place left behind could still be given a key, held
+    // for its whole lease by a process that is gone. Waiters are woken; an
+    // attempt in flight ends within its node timeout, and its clean-up
+    // within another (a polling waiter, not woken, gives up at its next
+    // attempt).
     this.localQueue.closeAll();
     this.releases.wakeAll();
-    await new Promise((resolve) => setImmediate(resolve));
-    await Promise.allSettled([...this.leaving]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.active]),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, 2 * this.timing.nodeTimeout + 50);
+      }),
+    ]);
+    clearTimeout(timer);
     // Queue places left for an acquire that will not come now.
     await this.reservations.close();
     await this.releases.close();

@@ -44,6 +44,7 @@ describe('queue places reserved by a release', () => {
     const first = make(prefix);
     const second = make(prefix);
     const held = await opener.acquire(resource, { ttl: 20_000 });
+    await flushed(opener);
     const pendingFirst = first.acquire(resource, slow);
     await sleep(100);
     const pendingSecond = second.acquire(resource, slow);
@@ -181,6 +182,9 @@ describe('queue places reserved by a release', () => {
     const owner = make(prefix);
     const closing = make(prefix);
     const held = await owner.acquire('sku', { ttl: 20_000 });
+    // Its request has reached every node (it settled at a quorum), so the
+    // waiter below meets a held key everywhere.
+    await flushed(owner);
     // A second caller of the closing instance waits in its local queue.
     const pending = closing.acquire('sku', slow).catch((e: unknown) => e);
     const local = closing.acquire('sku', slow).catch((e: unknown) => e);
@@ -202,6 +206,33 @@ describe('queue places reserved by a release', () => {
     await expect(closing.acquire('other')).rejects.toMatchObject({
       reason: 'closed',
     });
+  });
+
+  it('quit() lets an attempt in flight finish, and takes back a lock it was granted meanwhile', async () => {
+    const prefix = uniquePrefix('inflight');
+    const closing = new Redlock({
+      clients: servers.map((s) => s.url),
+      keyPrefix: prefix,
+      nodeTimeout: 1000,
+    });
+    await closing.ready();
+    // Two of three nodes stop answering: the attempt waits for them.
+    servers[0].freeze();
+    servers[1].freeze();
+    const pending = closing.acquire('sku').catch((e: unknown) => e);
+    await sleep(100);
+    const closed = closing.quit();
+    await sleep(50);
+    servers[0].thaw();
+    servers[1].thaw();
+    // The thawed nodes grant it: a quorum, but the instance is closing.
+    const error = await pending;
+    await closed;
+    expect(error).toBeInstanceOf(LockNotAcquiredError);
+    expect((error as LockNotAcquiredError).reason).toBe('closed');
+    expect(
+      await Promise.all(admin.map((c) => c.exists(`${prefix}sku`))),
+    ).toEqual(servers.map(() => 0));
   });
 
   it('an uncontended release reserves nothing', async () => {
