@@ -366,7 +366,14 @@ export class Redlock implements LockOperations {
         // Queued on a quorum: the key went to the waiter before us there, so
         // an attempt could only be refused. Wait for our turn.
         const lock = reserved.heard
-          ? this.claimGiven(names, keys, value, timing, queue)
+          ? this.transferred(
+              names,
+              keys,
+              value,
+              timing,
+              this.releases.takeGiven(value),
+              queue,
+            )
           : await this.awaitTurn(names, keys, value, timing, queue, {
               attempt,
               remaining: giveUpAt - this.clock.now(),
@@ -441,6 +448,7 @@ export class Redlock implements LockOperations {
     const { signal } = context;
     // quit() ran while our attempt was out: give up now rather than wait.
     if (this.closed) throw this.closedError(names, context.attempt);
+    let given = 0;
     try {
       await this.waitStrategy.wait({
         ...context,
@@ -450,33 +458,14 @@ export class Redlock implements LockOperations {
         value,
       });
     } catch (error) {
-      this.releases.takeGiven(value);
       throw signal?.aborted ? signal.reason : error;
+    } finally {
+      // This wait's notes are ours to read once, whatever happens next.
+      given = this.releases.takeGiven(value);
     }
     // quit() woke us: a lock now could not even be released.
-    if (this.closed) {
-      this.releases.takeGiven(value);
-      throw this.closedError(names, context.attempt);
-    }
-    if (queue) return this.claimGiven(names, keys, value, timing, queue);
-    this.releases.takeGiven(value);
-    return undefined;
-  }
-
-  /** The lock, when a quorum of nodes gave `value` the key (see `transferred`). */
-  private claimGiven(
-    names: string[],
-    keys: string[],
-    value: string,
-    timing: ResolvedTiming,
-    queue: QueuePlace,
-  ): Lock | undefined {
-    const given = this.releases.takeGiven(value);
-    const lock = given
-      ? this.transferred(names, keys, value, timing, given, queue)
-      : undefined;
-    if (lock) lock.waited = true;
-    return lock;
+    if (this.closed) throw this.closedError(names, context.attempt);
+    return queue && this.transferred(names, keys, value, timing, given, queue);
   }
 
   /**
@@ -729,7 +718,9 @@ export class Redlock implements LockOperations {
     if (votes < this.quorum) return undefined;
     const deadline = since + Math.ceil(timing.ttl) - timing.drift;
     if (deadline <= this.clock.now()) return undefined;
-    return new Lock(this, names, keys, value, timing.ttl, deadline, name);
+    const lock = new Lock(this, names, keys, value, timing.ttl, deadline, name);
+    lock.waited = true;
+    return lock;
   }
 
   private count(waited: boolean): void {
@@ -861,9 +852,9 @@ export class Redlock implements LockOperations {
   /** @internal */
   async releaseLock(lock: Lock): Promise<ReleaseResult> {
     const expired = this.clock.now() >= lock.deadline;
-    if (!expired && !lock.isLost && this.handOver(lock))
-      return { released: true, expired: false, handedOver: true, nodes: [] };
     const line = localLine(lock.keys, !!lock.fencingTokens);
+    if (!expired && !lock.isLost && this.handOver(lock, line))
+      return { released: true, expired: false, handedOver: true, nodes: [] };
     const reserve =
       expired || lock.isLost ? undefined : this.reserveFor(lock, line);
     // Settles once a quorum confirmed: a hung node costs nothing here, its
@@ -927,14 +918,14 @@ export class Redlock implements LockOperations {
    * row, after which the lock goes back through Redis and waiters of
    * other processes get their chance.
    */
-  private handOver(lock: Lock): boolean {
+  private handOver(lock: Lock, line: string): boolean {
     if (this.localHandoff === 0) return false;
     // A fenced grant must carry a token above every earlier one: only a
     // round trip through the quorum can issue it.
     if (lock.fencingTokens) return false;
     if (lock.remaining() < lock.ttl / 2) return false;
     return this.localQueue.handOver(
-      localLine(lock.keys, false),
+      line,
       lock,
       this.localHandoff,
       () =>
