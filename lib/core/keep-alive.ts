@@ -39,7 +39,7 @@ interface Watched {
  * its sixth in the same request per node, so 10,000 locks held at once cost
  * a few pipelines per lease, not 10,000 timers each sending its own command.
  * Failure, validity run out, or `maxHold` reached: the lock's signal aborts
- * and `onLost` is called once, once.
+ * and `onLost` is called once.
  */
 export class KeepAlive {
   private readonly watched = new Set<Watched>();

@@ -48,7 +48,6 @@ export class LocalQueue {
    * handed its lease over (already held: `hold` follows), `false` when
    * `timeoutMs` ran out first; rejects with the signal's reason when aborted.
    */
-
   enter(
     id: string,
     timeoutMs: number,

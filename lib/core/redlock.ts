@@ -32,6 +32,7 @@ import {
   acquireReply,
   EXTEND_MANY_SCRIPT,
   EXTEND_SCRIPT,
+  packPlace,
   RELEASE_SCRIPT,
   releaseReply,
 } from './scripts/index.js';
@@ -616,7 +617,7 @@ export class Redlock implements LockOperations {
       fencing ? 1 : 0,
       this.metaPrefix,
       // Not waiting: no place; the queues never hold it.
-      queue ? `${queue.life} ${queue.arrival} ${queue.name}` : '',
+      queue ? packPlace(queue.life, queue.arrival, queue.name) : '',
     ];
     const scriptKeys = counters ? [...keys, ...counters] : keys;
     const answeredAt = queue?.answeredAt;
@@ -971,7 +972,8 @@ export class Redlock implements LockOperations {
       name ?? '',
       (leave ? '1' : '0') +
         (reserve
-          ? ` ${queueLife(this.timing)} ${reserve.arrival} ${reserve.name}`
+          ? ' ' +
+            packPlace(queueLife(this.timing), reserve.arrival, reserve.name)
           : ''),
     ];
     return poll(

@@ -77,7 +77,7 @@ end
 local n = #KEYS
 if ARGV[3] == '1' then n = n / 2 end
 local meta = ARGV[4]
-local life, arrival, member = string.match(ARGV[5], '^(%d+) (%d+) (.+)$')
+local life, arrival, member = unpackPlace(ARGV[5])
 local function refuse(key, pttl)
   if life then enqueue(meta, key, member, arrival, tonumber(life)) end
   if pttl < 0 then return -1 end

@@ -4,3 +4,4 @@ export * from './release.script.js';
 export * from './extend.script.js';
 export * from './fence.script.js';
 export * from './extend-many.script.js';
+export { packPlace } from './wait-queue.lua.js';

@@ -78,7 +78,7 @@ for i = 1, #KEYS do
       if waiter and waiter ~= member then
         handTo(meta, key, waiter)
         local life, arrival, name =
-          string.match(ARGV[4], '^%d (%d+) (%d+) (.+)$')
+          unpackPlace(string.sub(ARGV[4], 3))
         if #KEYS == 1 and life then
           enqueue(meta, key, name, arrival, tonumber(life))
           reserved = 1

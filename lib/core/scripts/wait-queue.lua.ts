@@ -25,7 +25,8 @@
  *
  * `enqueue` gives `member` a place ranked by `arrival` (the client's clock,
  * clamped to the node's last second, so a client whose clock runs behind
- * cannot jump far ahead) that lives `life` ms unless renewed.
+ * cannot jump far ahead) that lives `life` ms unless renewed; a client
+ * sends the three packed by `packPlace`, read back by `unpackPlace`.
  */
 export const WAIT_QUEUE_LUA = `
 local now
@@ -60,6 +61,9 @@ local function enqueue(meta, key, member, arrival, life)
   if redis.call('PTTL', q) < life then redis.call('PEXPIRE', q, life) end
   if redis.call('PTTL', e) < life then redis.call('PEXPIRE', e, life) end
 end
+local function unpackPlace(packed)
+  return string.match(packed, '^(%d+) (%d+) (.+)$')
+end
 local function handTo(meta, key, waiter)
   local sp = string.find(waiter, ' ', 1, true)
   local sp2 = string.find(waiter, ' ', sp + 1, true) or (#waiter + 1)
@@ -75,3 +79,13 @@ local function handTo(meta, key, waiter)
     key .. '\\n' .. value .. '\\n' .. given)
 end
 `;
+
+/**
+ * A queue place as the acquire and release scripts take it, in one
+ * argument (most requests never read it, and every argument costs each
+ * node a little): `<life> <arrival> <name>`, the name last because it holds
+ * spaces. See `enqueue` and `unpackPlace` in WAIT_QUEUE_LUA.
+ */
+export function packPlace(life: number, arrival: number, name: string): string {
+  return `${life} ${arrival} ${name}`;
+}
