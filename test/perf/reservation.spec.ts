@@ -1,30 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { Redis } from 'ioredis';
-import { LockNotAcquiredError, Redlock, type Lock } from 'nestjs-redlock';
-import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
+import { describe, expect, it } from '@jest/globals';
 import {
-  closeAll,
-  flushed,
-  scriptCalls,
-  uniquePrefix,
-} from '../utils/nodes.js';
+  LockNotAcquiredError,
+  Redlock,
+  type Lock,
+  type RedlockOptions,
+} from 'nestjs-redlock';
+import { flushed, scriptCalls, uniquePrefix } from '../utils/nodes.js';
+import { ownNodes } from '../utils/own-nodes.js';
 
 // A release that hands a contended key on queues its process again in the
 // same call; the process's next acquire adopts that place instead of
 // asking. Own servers: the tests count script calls per node.
 describe('queue places reserved by a release', () => {
-  let servers: RedisServer[];
-  let admin: Redis[];
-  const redlocks: Redlock[] = [];
-  const make = (prefix: string, options: { localHandoff?: number } = {}) => {
-    const redlock = new Redlock({
-      clients: servers.map((s) => s.url),
-      keyPrefix: prefix,
-      ...options,
-    });
-    redlocks.push(redlock);
-    return redlock;
-  };
+  const own = ownNodes(3);
+  const { servers, admin } = own;
+  const make = (prefix: string, options: Partial<RedlockOptions> = {}) =>
+    own.make({ keyPrefix: prefix, ...options });
   // Fallback retries 5 s away: only a release can move a waiter sooner.
   const slow = { retryDelay: 5000, retryJitter: 0, waitTimeout: 8000 };
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -34,6 +25,29 @@ describe('queue places reserved by a release', () => {
     Promise.all(
       admin.map((c) => c.zrange(`redlock:q:${prefix}${resource}`, '0', '-1')),
     );
+
+  /** Per node, whether the key of `resource` exists (1) or not (0). */
+  const keysOn = (prefix: string, resource: string) =>
+    Promise.all(admin.map((c) => c.exists(`${prefix}${resource}`)));
+  const nowhere = () => servers.map(() => 0);
+
+  /**
+   * `lock` (of `holder`) is the only place left in the queues of `sku`;
+   * once it is released, no key is left: a place left behind would have
+   * been given the key, for 10 s.
+   */
+  const expectOnlyHolderQueued = async (
+    prefix: string,
+    holder: Redlock,
+    lock: Lock,
+  ) => {
+    expect(await queues(prefix, 'sku')).toEqual(
+      servers.map(() => [lock.queueName]),
+    );
+    await lock.release();
+    await flushed(holder);
+    expect(await keysOn(prefix, 'sku')).toEqual(nowhere());
+  };
 
   /**
    * `first` holds `resource` as a lock it waited for (given by `opener`'s
@@ -54,16 +68,6 @@ describe('queue places reserved by a release', () => {
     expect(lock.waited).toBe(true);
     return { first, second, lock, pendingSecond };
   };
-
-  beforeAll(async () => {
-    servers = await startServers(3);
-    admin = servers.map((s) => s.client());
-  });
-  afterAll(async () => {
-    await Promise.all(redlocks.map((r) => r.quit()));
-    await closeAll(admin);
-    await Promise.all(servers.map((s) => s.stop()));
-  });
 
   it('holders that release a contended key and ask again at once send no acquire: each gets the key after the waiter ahead of it', async () => {
     const prefix = uniquePrefix('again');
@@ -101,9 +105,7 @@ describe('queue places reserved by a release', () => {
     // once the event loop turned, and so is every key.
     await sleep(50);
     expect(await queues(prefix, 'sku')).toEqual(servers.map(() => []));
-    expect(await Promise.all(admin.map((c) => c.exists(key)))).toEqual(
-      servers.map(() => 0),
-    );
+    expect(await keysOn(prefix, 'sku')).toEqual(nowhere());
   });
 
   it('the next caller waiting in the same process adopts the place its release reserved', async () => {
@@ -144,17 +146,7 @@ describe('queue places reserved by a release', () => {
     await lock.release();
     const secondLock = await pendingSecond;
     await sleep(50);
-    // Only the waiter that holds the key is left in the queues.
-    expect(await queues(prefix, 'sku')).toEqual(
-      servers.map(() => [secondLock.queueName]),
-    );
-    await secondLock.release();
-    await flushed(second);
-    // Had the reserved place stayed, this release would have given it the
-    // key for 10 s.
-    expect(
-      await Promise.all(admin.map((c) => c.exists(`${prefix}sku`))),
-    ).toEqual(servers.map(() => 0));
+    await expectOnlyHolderQueued(prefix, second, secondLock);
   });
 
   it('quit() takes back a place reserved by the last release', async () => {
@@ -166,15 +158,7 @@ describe('queue places reserved by a release', () => {
     // Released and closed in the same turn of the event loop: the place is
     // still open when quit() runs.
     await lock.release().then(() => first.quit());
-    const secondLock = await pendingSecond;
-    expect(await queues(prefix, 'sku')).toEqual(
-      servers.map(() => [secondLock.queueName]),
-    );
-    await secondLock.release();
-    await flushed(second);
-    expect(
-      await Promise.all(admin.map((c) => c.exists(`${prefix}sku`))),
-    ).toEqual(servers.map(() => 0));
+    await expectOnlyHolderQueued(prefix, second, await pendingSecond);
   });
 
   it('quit() makes a waiting acquire give up and leave the queues first: no key goes to a closed instance', async () => {
@@ -200,9 +184,7 @@ describe('queue places reserved by a release', () => {
     // release would give the key to the closed instance for 10 s.
     await held.release();
     await flushed(owner);
-    expect(
-      await Promise.all(admin.map((c) => c.exists(`${prefix}sku`))),
-    ).toEqual(servers.map(() => 0));
+    expect(await keysOn(prefix, 'sku')).toEqual(nowhere());
     await expect(closing.acquire('other')).rejects.toMatchObject({
       reason: 'closed',
     });
@@ -210,11 +192,7 @@ describe('queue places reserved by a release', () => {
 
   it('quit() lets an attempt in flight finish, and takes back a lock it was granted meanwhile', async () => {
     const prefix = uniquePrefix('inflight');
-    const closing = new Redlock({
-      clients: servers.map((s) => s.url),
-      keyPrefix: prefix,
-      nodeTimeout: 1000,
-    });
+    const closing = make(prefix, { nodeTimeout: 1000 });
     await closing.ready();
     // Two of three nodes stop answering: the attempt waits for them.
     servers[0].freeze();
@@ -230,9 +208,7 @@ describe('queue places reserved by a release', () => {
     await closed;
     expect(error).toBeInstanceOf(LockNotAcquiredError);
     expect((error as LockNotAcquiredError).reason).toBe('closed');
-    expect(
-      await Promise.all(admin.map((c) => c.exists(`${prefix}sku`))),
-    ).toEqual(servers.map(() => 0));
+    expect(await keysOn(prefix, 'sku')).toEqual(nowhere());
   });
 
   it('an uncontended release reserves nothing', async () => {

@@ -1,32 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { Redis } from 'ioredis';
-import { Redlock } from 'nestjs-redlock';
-import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
-import {
-  closeAll,
-  flushed,
-  scriptCalls,
-  uniquePrefix,
-} from '../utils/nodes.js';
+import { describe, expect, it } from '@jest/globals';
+import { Redlock, type RedlockOptions } from 'nestjs-redlock';
+import { flushed, scriptCalls, uniquePrefix } from '../utils/nodes.js';
+import { ownNodes } from '../utils/own-nodes.js';
 
 // Waiters wake on a release message; a lost message still ends in a grant
 // within the holder's lease. Own servers: the test kills pub/sub
 // connections (CLIENT KILL TYPE pubsub) and counts commands per node.
 describe('wake on release, local queue', () => {
-  let servers: RedisServer[];
-  let admin: Redis[];
-  const redlocks: Redlock[] = [];
-  const make = (
-    options: Partial<ConstructorParameters<typeof Redlock>[0]> = {},
-  ) => {
-    const redlock = new Redlock({
-      clients: servers.map((s) => s.url),
-      keyPrefix: uniquePrefix('wake'),
-      ...options,
-    });
-    redlocks.push(redlock);
-    return redlock;
-  };
+  const own = ownNodes(3);
+  const { servers, admin } = own;
+  const make = (options: Partial<RedlockOptions> = {}) =>
+    own.make({ keyPrefix: uniquePrefix('wake'), ...options });
   const evalshaCalls = () => scriptCalls(admin);
 
   /**
@@ -54,16 +38,6 @@ describe('wake on release, local queue', () => {
     await new Promise((r) => setTimeout(r, 300));
     return { prefix, waiter, held, pending, start };
   };
-
-  beforeAll(async () => {
-    servers = await startServers(3);
-    admin = servers.map((s) => s.client());
-  });
-  afterAll(async () => {
-    await Promise.all(redlocks.map((r) => r.quit()));
-    await closeAll(admin);
-    await Promise.all(servers.map((s) => s.stop()));
-  });
 
   it('wakes a waiter in another process by the release message, long before its fallback retry', async () => {
     // Only a release message can get the waiter in before 5 s.
