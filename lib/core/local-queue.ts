@@ -14,6 +14,16 @@ interface Line {
   timer?: NodeJS.Timeout;
   /** Leases handed over in a row without going through Redis. */
   streak: number;
+  /** A lease released a moment ago, kept for a caller that asks before the event loop turns (see `linger`). */
+  lingering?: Lingering;
+}
+
+/** A released lease waiting for an adopter until the end of the turn. */
+interface Lingering {
+  readonly lock: Lock;
+  readonly next: () => Lock;
+  readonly expire: () => void;
+  readonly immediate: NodeJS.Immediate;
 }
 
 /**
@@ -59,6 +69,15 @@ export class LocalQueue {
       return Promise.resolve(true);
     }
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    if (line.lingering) {
+      // Released a moment ago and kept for whoever asked next: it is ours.
+      const { next, immediate } = line.lingering;
+      line.lingering = undefined;
+      clearImmediate(immediate);
+      line.holder = undefined;
+      line.streak++;
+      return Promise.resolve(next());
+    }
     return new Promise((resolve, reject) => {
       const finish = () => {
         clearTimeout(timer);
@@ -129,6 +148,38 @@ export class LocalQueue {
     return true;
   }
 
+  /**
+   * Keeps the lease of `lock` (which holds the turn; nobody waits) for a
+   * caller of this process that asks for `id` before the event loop turns:
+   * a worker that asks again right after its release, in the microtasks
+   * that follow it. That caller gets it as `next` (see `enter`); if nobody
+   * asks, `expire` runs at the end of the turn (then the lock goes through
+   * Redis). Counts toward the same `maxStreak` as `handOver`. Returns
+   * whether it kept the lease.
+   */
+  linger(
+    id: string,
+    lock: Lock,
+    maxStreak: number,
+    next: () => Lock,
+    expire: () => void,
+  ): boolean {
+    const line = this.lines.get(id);
+    if (!line || line.holder !== lock || line.waiting.length > 0) return false;
+    if (line.streak >= maxStreak) {
+      line.streak = 0;
+      return false;
+    }
+    const lingering: Lingering = {
+      lock,
+      next,
+      expire,
+      immediate: setImmediate(() => this.expire(line, lingering)),
+    };
+    line.lingering = lingering;
+    return true;
+  }
+
   /** Passes the turn to the next caller, or ends the line. `lock`: only if it still holds the turn. */
   leave(id: string, lock?: Lock): void {
     const line = this.lines.get(id);
@@ -144,8 +195,17 @@ export class LocalQueue {
 
   /** Tells every caller still waiting for its turn that the time is up (`Redlock.quit()`). */
   closeAll(): void {
-    for (const line of this.lines.values())
+    for (const line of this.lines.values()) {
       for (const turn of [...line.waiting]) turn.give(false);
+      if (line.lingering) this.expire(line, line.lingering);
+    }
+  }
+
+  private expire(line: Line, lingering: Lingering): void {
+    if (line.lingering !== lingering) return;
+    line.lingering = undefined;
+    clearImmediate(lingering.immediate);
+    lingering.expire();
   }
 
   /**

@@ -20,6 +20,15 @@ export interface ReleaseResult {
    * `localHandoff`): no node was asked, `nodes` is empty.
    */
   readonly handedOver?: boolean;
+  /**
+   * True when the lock was one its caller waited for, and nobody of this
+   * process waited for it at the release: its lease is kept until the event
+   * loop turns, for a caller of this process that asks for the same
+   * resources in the meantime (see `localHandoff`), and released on the
+   * nodes after that if nobody did. `nodes` is empty: those releases report
+   * nothing (a node that fails lets its key expire with the lease).
+   */
+  readonly deferred?: boolean;
   /** Each node's answer (`granted`: our keys were there and are deleted; `busy`: they were gone already). */
   readonly nodes: readonly NodeVote[];
 }

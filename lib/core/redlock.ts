@@ -143,6 +143,8 @@ export class Redlock implements LockOperations {
   private closed = false;
   /** Acquires talking to the nodes (`quit()` lets them finish first). */
   private readonly active = new Set<Promise<Lock>>();
+  /** Releases held back to the end of a turn and now on their way (see `linger`). */
+  private readonly deferred = new Set<Promise<ReleaseResult>>();
 
   constructor(private readonly options: RedlockOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -591,6 +593,8 @@ export class Redlock implements LockOperations {
       }),
     ]);
     clearTimeout(timer);
+    // closeAll() sent the releases held back for an adopter.
+    await Promise.allSettled([...this.deferred]);
     // Queue places left for an acquire that will not come now.
     await this.reservations.close();
     await this.releases.close();
@@ -854,10 +858,27 @@ export class Redlock implements LockOperations {
   async releaseLock(lock: Lock): Promise<ReleaseResult> {
     const expired = this.clock.now() >= lock.deadline;
     const line = localLine(lock.keys, !!lock.fencingTokens);
-    if (!expired && !lock.isLost && this.handOver(lock, line))
-      return { released: true, expired: false, handedOver: true, nodes: [] };
-    const reserve =
-      expired || lock.isLost ? undefined : this.reserveFor(lock, line);
+    if (!expired && !lock.isLost) {
+      if (this.handOver(lock, line))
+        return { released: true, expired: false, handedOver: true, nodes: [] };
+      if (this.linger(lock, line))
+        return { released: true, expired: false, deferred: true, nodes: [] };
+    }
+    return this.releaseOnNodes(lock, line, !expired && !lock.isLost);
+  }
+
+  /**
+   * Releases a lock's keys on the nodes, then passes the local turn on.
+   * `mayReserve`: the lock may take a queue place for this process's next
+   * acquire (see `reserveFor`).
+   */
+  private async releaseOnNodes(
+    lock: Lock,
+    line: string,
+    mayReserve: boolean,
+  ): Promise<ReleaseResult> {
+    const expired = this.clock.now() >= lock.deadline;
+    const reserve = mayReserve ? this.reserveFor(lock, line) : undefined;
     // Settles once a quorum confirmed: a hung node costs nothing here, its
     // request stays queued on its connection and its key expires anyway.
     const ballots = await this.sendRelease(
@@ -920,26 +941,65 @@ export class Redlock implements LockOperations {
    * other processes get their chance.
    */
   private handOver(lock: Lock, line: string): boolean {
-    if (this.localHandoff === 0) return false;
-    // A fenced grant must carry a token above every earlier one: only a
-    // round trip through the quorum can issue it.
-    if (lock.fencingTokens) return false;
-    if (lock.remaining() < lock.ttl / 2) return false;
-    return this.localQueue.handOver(
+    return (
+      this.mayPassOn(lock) &&
+      this.localQueue.handOver(line, lock, this.localHandoff, () =>
+        this.successor(lock),
+      )
+    );
+  }
+
+  /**
+   * The in-process handoff, to a caller that asks a moment after the
+   * release instead of waiting already: a contended lock (one its caller
+   * waited for) released while nobody of this process waits keeps its lease
+   * until the event loop turns, for a caller that asks for the same
+   * resources before then (typically the worker that released it, asking
+   * again). It counts toward the same `localHandoff` streak. Without it,
+   * each such release hands the key to a waiter of another process and
+   * queues this one behind it: one cross-process handoff per critical
+   * section. Nobody asked: the lock is released on the nodes at the end of
+   * the turn.
+   */
+  private linger(lock: Lock, line: string): boolean {
+    if (!lock.waited || this.closed || !this.mayPassOn(lock)) return false;
+    return this.localQueue.linger(
       line,
       lock,
       this.localHandoff,
-      () =>
-        new Lock(
-          this,
-          lock.resources,
-          lock.keys,
-          lock.value,
-          lock.ttl,
-          lock.deadline,
-          lock.queueName,
-        ),
+      () => this.successor(lock),
+      () => {
+        const released = this.releaseOnNodes(lock, line, false);
+        this.deferred.add(released);
+        void released.finally(() => this.deferred.delete(released));
+      },
     );
+  }
+
+  /** Whether `lock`'s lease may pass to another caller of this process. */
+  private mayPassOn(lock: Lock): boolean {
+    // A fenced grant must carry a token above every earlier one: only a
+    // round trip through the quorum can issue it.
+    return (
+      this.localHandoff > 0 &&
+      !lock.fencingTokens &&
+      lock.remaining() >= lock.ttl / 2
+    );
+  }
+
+  /** The lock a caller of this process holds when `lock`'s lease passes to it. */
+  private successor(lock: Lock): Lock {
+    const next = new Lock(
+      this,
+      lock.resources,
+      lock.keys,
+      lock.value,
+      lock.ttl,
+      lock.deadline,
+      lock.queueName,
+    );
+    next.waited = true;
+    return next;
   }
 
   /**

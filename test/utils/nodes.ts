@@ -51,8 +51,17 @@ export async function scriptCalls(clients: Redis[]): Promise<number> {
  * Resolves once every command `redlock` sent before the call has run on its
  * nodes: a release settles when a quorum answered, and the others' deletes
  * may still be on the way. A PING on each of its own connections returns
- * after everything sent before it on that connection.
+ * after everything sent before it on that connection. The release of a
+ * lock that was waited for may be held back until the event loop turns
+ * (`ReleaseResult.deferred`): one turn passes first, and one after the
+ * replies, for what they set in motion (a release passing the local turn on).
  */
 export async function flushed(redlock: Redlock): Promise<void> {
+  await nextTurn();
   await Promise.all(redlock.nodes.map((n) => n.client.ping().catch(() => 0)));
+  await nextTurn();
 }
+
+/** Resolves when the event loop has turned (after pending I/O and microtasks). */
+export const nextTurn = () =>
+  new Promise<void>((resolve) => setImmediate(resolve));

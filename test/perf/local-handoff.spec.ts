@@ -1,0 +1,171 @@
+import { describe, expect, it } from '@jest/globals';
+import type { Lock, Redlock, RedlockOptions } from 'nestjs-redlock';
+import { flushed, scriptCalls, uniquePrefix } from '../utils/nodes.js';
+import { ownNodes } from '../utils/own-nodes.js';
+
+// The in-process handoff: a lease passes to another caller of the same
+// process without a round trip, whether that caller waits already or asks
+// right after the release (then the release is held back until the event
+// loop turns). Own servers: the tests count script calls per node.
+describe('in-process handoff', () => {
+  const own = ownNodes(3);
+  const { servers, admin } = own;
+  // Fallback retries 5 s away: only a release can move a waiter sooner.
+  const slow = { retryDelay: 5000, retryJitter: 0, waitTimeout: 8000 };
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  /** The value of `resource`'s key on every node (null where absent). */
+  const valuesOn = (prefix: string, resource: string) =>
+    Promise.all(admin.map((c) => c.get(`${prefix}${resource}`)));
+
+  /**
+   * A lock on `sku` that `replica` waited for (so it is contended), and a
+   * waiter of another instance queued behind it.
+   */
+  const contended = async (
+    prefix: string,
+    options: Partial<RedlockOptions> = {},
+  ) => {
+    const opener = own.make({ keyPrefix: prefix });
+    const replica = own.make({ keyPrefix: prefix, ...options });
+    const other = own.make({ keyPrefix: prefix });
+    const opening = await opener.acquire('sku');
+    await flushed(opener);
+    const pending = replica.acquire('sku', slow);
+    await sleep(100);
+    await opening.release();
+    const lock = await pending;
+    expect(lock.waited).toBe(true);
+    let remoteLock: Lock | undefined;
+    const remote = other.acquire('sku', slow).then((l) => (remoteLock = l));
+    await sleep(100);
+    return { replica, other, lock, remote, got: () => remoteLock };
+  };
+
+  it('a caller of the same process waiting for the lock gets the lease at release, without a command', async () => {
+    const prefix = uniquePrefix('waiting');
+    const redlock = own.make({ keyPrefix: prefix });
+    const held = await redlock.acquire('sku');
+    const next = redlock.acquire('sku', slow);
+    await sleep(50);
+    const before = await scriptCalls(admin);
+    const result = await held.release();
+    const lock = await next;
+    expect(result).toMatchObject({ released: true, handedOver: true });
+    expect(result.nodes).toEqual([]);
+    expect((await scriptCalls(admin)) - before).toBe(0);
+    // The same lease: value, keys and validity deadline.
+    expect(lock.value).toBe(held.value);
+    expect(lock.validUntil).toBe(held.validUntil);
+    expect(await valuesOn(prefix, 'sku')).toEqual(
+      servers.map(() => held.value),
+    );
+    await lock.release();
+  });
+
+  it('a holder that asks again right after releasing a contended lock gets the lease back without a command; the waiter of another process keeps waiting', async () => {
+    const prefix = uniquePrefix('again');
+    const { replica, lock, remote, got } = await contended(prefix);
+    const before = await scriptCalls(admin);
+    const result = await lock.release();
+    expect(result).toMatchObject({ released: true, deferred: true });
+    expect(result.nodes).toEqual([]);
+    const again = await replica.acquire('sku', slow);
+    await sleep(50);
+    expect((await scriptCalls(admin)) - before).toBe(0);
+    expect(again.value).toBe(lock.value);
+    expect(again.validUntil).toBe(lock.validUntil);
+    expect(got()).toBeUndefined();
+    // Nobody of the replica asks after this release: it goes to the nodes
+    // when the loop turns, and the key to the other process's waiter.
+    expect((await again.release()).deferred).toBe(true);
+    const remoteLock = await remote;
+    expect(await valuesOn(prefix, 'sku')).toEqual(
+      servers.map(() => remoteLock.value),
+    );
+    await remoteLock.release();
+  });
+
+  it('after localHandoff leases in a row the lock goes back through Redis, and the waiter of another process gets it', async () => {
+    const prefix = uniquePrefix('streak');
+    const { replica, lock, remote, got } = await contended(prefix, {
+      localHandoff: 3,
+    });
+    const before = await scriptCalls(admin);
+    let current = lock;
+    for (let i = 0; i < 3; i++) {
+      expect((await current.release()).deferred).toBe(true);
+      current = await replica.acquire('sku', slow);
+      expect(current.value).toBe(lock.value);
+    }
+    expect((await scriptCalls(admin)) - before).toBe(0);
+    // The fourth goes to the nodes at once, which give the key on.
+    const fourth = await current.release();
+    expect(fourth.deferred).toBeUndefined();
+    expect(fourth.released).toBe(true);
+    const afterStreak = replica.acquire('sku', slow);
+    const remoteLock = await remote;
+    expect(remoteLock.value).not.toBe(lock.value);
+    expect(got()).toBe(remoteLock);
+    await sleep(50);
+    // The replica, queued again behind it, is served at its release.
+    await remoteLock.release();
+    const mine = await afterStreak;
+    expect(await valuesOn(prefix, 'sku')).toEqual(
+      servers.map(() => mine.value),
+    );
+    await mine.release();
+  });
+
+  it('a held-back release nobody adopts reaches the nodes when the event loop turns', async () => {
+    const prefix = uniquePrefix('unadopted');
+    const { replica, lock, remote } = await contended(prefix);
+    expect((await lock.release()).deferred).toBe(true);
+    const remoteLock = await remote;
+    expect(await valuesOn(prefix, 'sku')).toEqual(
+      servers.map(() => remoteLock.value),
+    );
+    await flushed(replica);
+    expect(replica.localQueue.size).toBe(0);
+    await remoteLock.release();
+  });
+
+  it('quit() sends a release held back for an adopter', async () => {
+    const prefix = uniquePrefix('quit');
+    const { replica, lock, remote } = await contended(prefix);
+    // Released and closed in the same turn: the lease is still kept.
+    await lock.release().then(() => replica.quit());
+    const remoteLock = await remote;
+    expect(await valuesOn(prefix, 'sku')).toEqual(
+      servers.map(() => remoteLock.value),
+    );
+    await remoteLock.release();
+  });
+
+  it('a release is not held back for a lock that nobody contended, a fenced lock, with less than half the lease left, or with localHandoff 0', async () => {
+    const released = async (redlock: Redlock, lock: Lock) => {
+      const result = await lock.release();
+      expect(result.deferred).toBeUndefined();
+      // The nodes were asked (it settles once a quorum deleted the keys).
+      expect(result.released).toBe(true);
+      expect(result.nodes).toHaveLength(servers.length);
+      expect(redlock.localQueue.size).toBe(0);
+    };
+    const plain = own.make({ keyPrefix: uniquePrefix('plain') });
+    await released(plain, await plain.acquire('sku'));
+
+    const fenced = await contended(uniquePrefix('fenced'), { fencing: true });
+    await released(fenced.replica, fenced.lock);
+    await (await fenced.remote).release();
+
+    const short = await contended(uniquePrefix('short'));
+    await short.lock.extend(600);
+    await sleep(350);
+    await released(short.replica, short.lock);
+    await (await short.remote).release();
+
+    const off = await contended(uniquePrefix('off'), { localHandoff: 0 });
+    await released(off.replica, off.lock);
+    await (await off.remote).release();
+  });
+});
