@@ -274,7 +274,27 @@ function renderReport() {
         lines.push(`| ${name === OURS ? `**${name}**` : name} | ${cells.join(' | ')} | ${ratio(m[main], floor)} | ${ratio(m[main], bestPeer)} |`);
       }
       lines.push('');
+      const perRound = roundRatios(rows, main, better, ratio);
+      if (perRound) lines.push(perRound, '');
     }
   }
   return lines.join('\n');
+}
+
+/**
+ * Round by round, this library against the best peer of the same round.
+ * Rounds are interleaved so that load on the machine hits every library of
+ * a round alike: a slow round (all figures halved) moves the medians of the
+ * table apart, not these ratios. Both are printed; neither replaces the other.
+ */
+function roundRatios(rows, main, better, ratio) {
+  const ours = rows[OURS];
+  if (!ours || ours.length < 2) return undefined;
+  const ratios = ours.map((r, i) => {
+    const peers = PEERS.map((p) => rows[p]?.[i]?.[main]).filter((v) => v !== undefined);
+    const best = peers.reduce((b, v) => (b === undefined || better(v, b) ? v : b), undefined);
+    return Number(ratio(r[main], best));
+  });
+  const shown = ratios.map((v) => v.toFixed(2)).join(', ');
+  return `Round by round, ${OURS} ÷ that round's best peer: ${shown} (median ${median(ratios).toFixed(2)}).`;
 }

@@ -1,6 +1,8 @@
 import type { Lock } from './lock.js';
 
 interface Turn {
+  /** The lease the caller asks for (ms): only a lock with that lease is handed to it. */
+  readonly lease: number;
   /** true: go to Redis; a Lock: the lease handed over; false: timed out. */
   readonly give: (mine: boolean | Lock) => void;
 }
@@ -57,9 +59,12 @@ export class LocalQueue {
    * (then `hold` or `leave` must follow), a `Lock` when the previous holder
    * handed its lease over (already held: `hold` follows), `false` when
    * `timeoutMs` ran out first; rejects with the signal's reason when aborted.
+   * `lease` (ms, whole): the lease asked for; a lock with another lease is
+   * never handed to this caller.
    */
   enter(
     id: string,
+    lease: number,
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<boolean | Lock> {
@@ -69,15 +74,18 @@ export class LocalQueue {
       return Promise.resolve(true);
     }
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
-    if (line.lingering) {
+    const lingering = line.lingering;
+    if (lingering && leaseOf(lingering.lock) === lease) {
       // Released a moment ago and kept for whoever asked next: it is ours.
-      const { next, immediate } = line.lingering;
       line.lingering = undefined;
-      clearImmediate(immediate);
+      clearImmediate(lingering.immediate);
       line.holder = undefined;
       line.streak++;
-      return Promise.resolve(next());
+      return Promise.resolve(lingering.next());
     }
+    // Another lease: the release goes to the nodes now, and this caller
+    // waits for it like any other.
+    if (lingering) this.expire(line, lingering);
     return new Promise((resolve, reject) => {
       const finish = () => {
         clearTimeout(timer);
@@ -86,6 +94,7 @@ export class LocalQueue {
         if (i >= 0) line.waiting.splice(i, 1);
       };
       const turn: Turn = {
+        lease,
         give: (mine) => {
           finish();
           resolve(mine);
@@ -123,7 +132,8 @@ export class LocalQueue {
 
   /**
    * Hands the lease of `lock` (which holds the turn) to the next waiter as
-   * `next`, skipping Redis, unless nobody waits or `maxStreak` leases were
+   * `next`, skipping Redis, unless nobody waits, the next waiter asked for
+   * another lease, or `maxStreak` leases were
    * already handed over in a row (then the lock goes back through Redis, so
    * waiters of other processes get their chance). Returns whether it did.
    */
@@ -134,7 +144,11 @@ export class LocalQueue {
     next: () => Lock,
   ): boolean {
     const line = this.lines.get(id);
-    if (!line || line.holder !== lock || line.waiting.length === 0)
+    if (
+      !line ||
+      line.holder !== lock ||
+      line.waiting[0]?.lease !== leaseOf(lock)
+    )
       return false;
     if (line.streak >= maxStreak) {
       line.streak = 0;
@@ -224,4 +238,9 @@ export class LocalQueue {
     }, holder.remaining() + 1);
     line.timer.unref();
   }
+}
+
+/** A lock's lease as callers ask for it (whole ms). */
+function leaseOf(lock: Lock): number {
+  return Math.ceil(lock.ttl);
 }

@@ -116,10 +116,10 @@ export interface RedlockOptions extends LockTimingOptions {
   waitStrategy?: WaitStrategy;
   /**
    * In-process handoff: a lock released while another caller of the same
-   * process waits for the same resources passes to it without a Redis round
-   * trip (same lease, same validity deadline), at most this many times in a
-   * row before it goes back through Redis so other processes get their
-   * turn. A contended lock (its caller had to wait) released while nobody
+   * process waits for the same resources with the same `ttl` passes to it
+   * without a Redis round trip (same value, same validity deadline), at
+   * most this many times in a row before it goes back through Redis so
+   * other processes get their turn. A contended lock (its caller had to wait) released while nobody
    * waits is kept until the event loop turns for a caller that asks right
    * after (`ReleaseResult.deferred`), within the same count. 0 disables
    * both. Default 8.

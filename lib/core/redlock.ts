@@ -293,7 +293,12 @@ export class Redlock implements LockOperations {
     // one whose turn it is talks to Redis.
     const line = localLine(keys, fencing);
     const queuedLocally = this.localQueue.isBusy(line);
-    const turn = await this.localQueue.enter(line, timing.waitTimeout, signal);
+    const turn = await this.localQueue.enter(
+      line,
+      Math.ceil(timing.ttl),
+      timing.waitTimeout,
+      signal,
+    );
     if (turn instanceof Lock) {
       // The previous holder in this process handed its lease over.
       this.localQueue.hold(line, turn);

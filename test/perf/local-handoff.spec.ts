@@ -142,6 +142,36 @@ describe('in-process handoff', () => {
     await remoteLock.release();
   });
 
+  it('a caller asking for another lease is not handed the lock: it goes through Redis', async () => {
+    const prefix = uniquePrefix('lease');
+    const redlock = own.make({ keyPrefix: prefix });
+    const held = await redlock.acquire('sku', { ttl: 10_000 });
+    const waiter = redlock.acquire('sku', { ...slow, ttl: 20_000 });
+    await sleep(50);
+    const result = await held.release();
+    expect(result.handedOver).toBeUndefined();
+    expect(result.nodes).toHaveLength(servers.length);
+    const lock = await waiter;
+    expect(lock.value).not.toBe(held.value);
+    expect(lock.ttl).toBe(20_000);
+
+    // Held back for an adopter, then asked for with another lease: sent
+    // to the nodes at once, and the caller acquires through them.
+    const {
+      replica,
+      lock: mine,
+      remote,
+    } = await contended(uniquePrefix('lease-again'));
+    expect((await mine.release()).deferred).toBe(true);
+    const again = replica.acquire('sku', { ...slow, ttl: 20_000 });
+    const remoteLock = await remote;
+    await remoteLock.release();
+    const next = await again;
+    expect(next.value).not.toBe(mine.value);
+    expect(next.ttl).toBe(20_000);
+    await Promise.all([lock.release(), next.release()]);
+  });
+
   it('a release is not held back for a lock that nobody contended, a fenced lock, with less than half the lease left, or with localHandoff 0', async () => {
     const released = async (redlock: Redlock, lock: Lock) => {
       const result = await lock.release();
