@@ -133,9 +133,9 @@ export class LocalQueue {
   /**
    * Hands the lease of `lock` (which holds the turn) to the next waiter as
    * `next`, skipping Redis, unless nobody waits, the next waiter asked for
-   * another lease, or `maxStreak` leases were
-   * already handed over in a row (then the lock goes back through Redis, so
-   * waiters of other processes get their chance). Returns whether it did.
+   * another lease, or `maxStreak` leases were already handed over in a row
+   * (then the lock goes back through Redis, so waiters of other processes
+   * get their chance). Returns whether it did.
    */
   handOver(
     id: string,

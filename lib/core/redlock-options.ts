@@ -119,10 +119,10 @@ export interface RedlockOptions extends LockTimingOptions {
    * process waits for the same resources with the same `ttl` passes to it
    * without a Redis round trip (same value, same validity deadline), at
    * most this many times in a row before it goes back through Redis so
-   * other processes get their turn. A contended lock (its caller had to wait) released while nobody
-   * waits is kept until the event loop turns for a caller that asks right
-   * after (`ReleaseResult.deferred`), within the same count. 0 disables
-   * both. Default 8.
+   * other processes get their turn. A contended lock (its caller had to
+   * wait) released while nobody waits is kept until the event loop turns,
+   * for a caller that asks right after (`ReleaseResult.deferred`), within
+   * the same count. 0 disables both. Default 8.
    */
   localHandoff?: number;
   /** Where warnings go. Default: `console`. */
