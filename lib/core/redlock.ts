@@ -369,6 +369,8 @@ export class Redlock implements LockOperations {
       : undefined;
     let attempt = 0;
     let grantedWhileClosing = false;
+    // A key given to us while an attempt is still out is heard all the same.
+    const stopExpecting = queue && this.releases.expect(keys, value);
     try {
       if (reserved && queue && reserved.placed >= this.quorum) {
         // Queued on a quorum: the key went to the waiter before us there, so
@@ -435,6 +437,8 @@ export class Redlock implements LockOperations {
           leave: true,
         });
       throw error;
+    } finally {
+      stopExpecting?.();
     }
   }
 

@@ -6,7 +6,8 @@ import type { RedlockNode } from './redlock-node.js';
 interface Listening {
   /** The waiter's lock value (the release message may name it). */
   readonly value: string | undefined;
-  readonly wake: () => void;
+  /** The current wait's callback; none between the waits of an expected value (see `expect`). */
+  wake?: () => void;
   /** Nodes that announced a release to this waiter (bit i: node i). */
   heard: number;
   /** Wakes the waiter a little after the first announcement (see `deliver`). */
@@ -36,6 +37,8 @@ const QUORUM_GRACE_MS = 5;
  */
 export class ReleaseListener {
   private readonly waiting = new Map<string, Set<Listening>>();
+  /** Entries of acquires that expect announcements between their waits (see `expect`). */
+  private readonly expected = new Map<string, Listening>();
   /** Keys given outright to a listening waiter, by its value (see `takeGiven`). */
   private readonly given = new Map<string, number>();
   private subscribers?: Redis[];
@@ -77,6 +80,8 @@ export class ReleaseListener {
 
   /**
    * Calls `wake` when a release of any of `keys` names `value`. Returns the function that stops listening; call it once woken too.
+   * For a value under `expect`, announcements heard since the last wait
+   * count: a quorum of them wakes at once.
    */
   listen(
     keys: readonly string[],
@@ -84,26 +89,74 @@ export class ReleaseListener {
     wake: () => void,
   ): () => void {
     this.subscribe();
+    const expected = value === undefined ? undefined : this.expected.get(value);
+    if (expected) return this.attach(expected, wake);
     const entry: Listening = { value, wake, heard: 0 };
+    this.add(keys, entry);
+    return () => {
+      clearTimeout(entry.timer);
+      this.remove(keys, entry);
+    };
+  }
+
+  /**
+   * Records the announcements naming `value` from now on, also while no
+   * wait listens: a refused attempt may still be out (its clean-up waits
+   * for a slow node for up to the node timeout) when a release gives the
+   * key to it, and the message would be lost before its wait starts
+   * (the waiter would sleep until its fallback retry). The next `listen`
+   * for `value` starts from what was heard. Only once this instance
+   * listens at all (its first wait subscribes): before, nothing can be
+   * heard. Returns the function that stops, and forgets the value's notes.
+   */
+  expect(keys: readonly string[], value: string): () => void {
+    if (!this.subscribers || this.expected.has(value)) return () => {};
+    const entry: Listening = { value, heard: 0 };
+    this.expected.set(value, entry);
+    this.add(keys, entry);
+    return () => {
+      clearTimeout(entry.timer);
+      this.remove(keys, entry);
+      this.expected.delete(value);
+      this.given.delete(value);
+    };
+  }
+
+  /** A wait on an expected value: wakes at once if a quorum was heard already. */
+  private attach(entry: Listening, wake: () => void): () => void {
+    entry.wake = wake;
+    const heard = bitCount(entry.heard);
+    if (heard >= this.quorum) queueMicrotask(() => this.fire(entry));
+    else if (heard > 0) this.startGrace(entry);
+    return () => {
+      clearTimeout(entry.timer);
+      entry.timer = undefined;
+      entry.wake = undefined;
+      // What woke this wait is spent; the next one starts afresh.
+      entry.heard = 0;
+    };
+  }
+
+  private add(keys: readonly string[], entry: Listening): void {
     for (const key of keys) {
       let set = this.waiting.get(key);
       if (!set) this.waiting.set(key, (set = new Set()));
       set.add(entry);
     }
-    return () => {
-      clearTimeout(entry.timer);
-      for (const key of keys) {
-        const set = this.waiting.get(key);
-        if (!set) continue;
-        set.delete(entry);
-        if (set.size === 0) this.waiting.delete(key);
-      }
-    };
+  }
+
+  private remove(keys: readonly string[], entry: Listening): void {
+    for (const key of keys) {
+      const set = this.waiting.get(key);
+      if (!set) continue;
+      set.delete(entry);
+      if (set.size === 0) this.waiting.delete(key);
+    }
   }
 
   /** @internal Keys with a waiter listening, plus unread notes of keys given (0 when nobody waits). */
   get size(): number {
-    return this.waiting.size + this.given.size;
+    return this.waiting.size + this.given.size + this.expected.size;
   }
 
   /** Closes the subscriber connections. */
@@ -176,24 +229,29 @@ export class ReleaseListener {
         if (message.endsWith('1'))
           this.given.set(head, (this.given.get(head) ?? 0) | bit);
         entry.heard |= bit;
-        if (bitCount(entry.heard) >= this.quorum) {
-          this.wakeups++;
-          entry.wake();
-        } else if (!entry.timer) {
-          entry.timer = setTimeout(() => {
-            this.wakeups++;
-            entry.wake();
-          }, QUORUM_GRACE_MS);
-        }
+        // Between the waits of an expected value: noted for the next one.
+        if (!entry.wake) return;
+        if (bitCount(entry.heard) >= this.quorum) this.fire(entry);
+        else this.startGrace(entry);
         return;
       }
     }
   }
 
+  private fire(entry: Listening): void {
+    if (!entry.wake) return;
+    this.wakeups++;
+    entry.wake();
+  }
+
+  private startGrace(entry: Listening): void {
+    entry.timer ??= setTimeout(() => this.fire(entry), QUORUM_GRACE_MS);
+  }
+
   /** @internal Wakes every listening waiter (reconnects, `quit()`). */
   wakeAll(): void {
     for (const set of [...this.waiting.values()])
-      for (const entry of [...set]) entry.wake();
+      for (const entry of [...set]) entry.wake?.();
   }
 }
 

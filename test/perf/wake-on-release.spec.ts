@@ -175,6 +175,51 @@ describe('wake on release, local queue', () => {
     await lock?.release();
   });
 
+  it('a key given while a refused attempt still waits for a frozen node is not lost: the waiter holds the lock without its fallback retry', async () => {
+    const prefix = uniquePrefix('gap');
+    const owner = make({ keyPrefix: prefix });
+    const waiter = make({ keyPrefix: prefix, nodeTimeout: 600 });
+    // The waiter listens for releases already (subscribers made and live).
+    const warm = await owner.acquire('warm');
+    const warming = waiter.acquire('warm');
+    await new Promise((r) => setTimeout(r, 100));
+    await warm.release();
+    await (await warming).release();
+
+    const held = await owner.acquire('sku', { ttl: 20_000 });
+    await flushed(owner);
+    servers[2].freeze();
+    try {
+      const start = Date.now();
+      // Refused by two nodes at once; the attempt then takes back whatever
+      // the frozen node may have granted, which waits its node timeout.
+      const pending = waiter.acquire('sku', {
+        retryDelay: 5000,
+        retryJitter: 0,
+        waitTimeout: 8000,
+      });
+      await new Promise((r) => setTimeout(r, 150));
+      // The release gives the key to the waiter on the two live nodes
+      // while its attempt is still out.
+      await held.release();
+      const lock = await pending;
+      expect(Date.now() - start).toBeLessThan(3000);
+      expect(lock.isHeld).toBe(true);
+      const values = await Promise.all(
+        admin.slice(0, 2).map((c) => c.get(`${prefix}sku`)),
+      );
+      expect(values).toEqual([lock.value, lock.value]);
+      // Its validity never outlives the keys' own lease.
+      const pttls = await Promise.all(
+        admin.slice(0, 2).map((c) => c.pttl(`${prefix}sku`)),
+      );
+      expect(lock.remaining()).toBeLessThanOrEqual(Math.min(...pttls) + 1);
+      await lock.release();
+    } finally {
+      servers[2].thaw();
+    }
+  });
+
   it('a multi-resource waiter is told, not given its keys: it asks once more', async () => {
     const { held, pending } = await holdAndQueue('told', ['a', 'b']);
     const before = await evalshaCalls();
