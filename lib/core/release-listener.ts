@@ -154,7 +154,7 @@ export class ReleaseListener {
     }
   }
 
-  /** @internal Keys with a waiter listening, plus unread notes of keys given (0 when nobody waits). */
+  /** @internal Keys with a waiter listening, unread notes of keys given, and acquires expecting announcements (0 when nobody waits). */
   get size(): number {
     return this.waiting.size + this.given.size + this.expected.size;
   }
