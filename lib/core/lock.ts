@@ -26,7 +26,9 @@ export interface ReleaseResult {
    * loop turns, for a caller of this process that asks for the same
    * resources in the meantime (see `localHandoff`), and released on the
    * nodes after that if nobody did. `nodes` is empty: those releases report
-   * nothing (a node that fails lets its key expire with the lease).
+   * nothing (a node that fails lets its key expire with the lease). A
+   * process that exits before the loop turns without `Redlock.quit()`
+   * (which sends them first) leaves the keys to expire with the lease.
    */
   readonly deferred?: boolean;
   /** Each node's answer (`granted`: our keys were there and are deleted; `busy`: they were gone already). */
