@@ -189,8 +189,9 @@ describe('in-process handoff', () => {
     await (await fenced.remote).release();
 
     const short = await contended(uniquePrefix('short'));
-    await short.lock.extend(600);
-    await sleep(350);
+    // Less than half of a 2 s lease left, with room to spare before it ends.
+    await short.lock.extend(2000);
+    await sleep(1100);
     await released(short.replica, short.lock);
     await (await short.remote).release();
 
