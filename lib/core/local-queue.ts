@@ -79,8 +79,7 @@ export class LocalQueue {
       // Released a moment ago and kept for whoever asked next: it is ours.
       line.lingering = undefined;
       clearImmediate(lingering.immediate);
-      line.holder = undefined;
-      line.streak++;
+      passTurn(line);
       return Promise.resolve(lingering.next());
     }
     // Another lease: the release goes to the nodes now, and this caller
@@ -150,14 +149,8 @@ export class LocalQueue {
       line.waiting[0]?.lease !== leaseOf(lock)
     )
       return false;
-    if (line.streak >= maxStreak) {
-      line.streak = 0;
-      return false;
-    }
-    line.streak++;
-    clearTimeout(line.timer);
-    line.timer = undefined;
-    line.holder = undefined;
+    if (streakEnds(line, maxStreak)) return false;
+    passTurn(line);
     line.waiting.shift()!.give(next());
     return true;
   }
@@ -180,10 +173,7 @@ export class LocalQueue {
   ): boolean {
     const line = this.lines.get(id);
     if (!line || line.holder !== lock || line.waiting.length > 0) return false;
-    if (line.streak >= maxStreak) {
-      line.streak = 0;
-      return false;
-    }
+    if (streakEnds(line, maxStreak)) return false;
     const lingering: Lingering = {
       lock,
       next,
@@ -243,4 +233,22 @@ export class LocalQueue {
 /** A lock's lease as callers ask for it (whole ms). */
 function leaseOf(lock: Lock): number {
   return Math.ceil(lock.ttl);
+}
+
+/**
+ * True when `maxStreak` leases passed in a row without Redis: the streak
+ * starts over, and this lock goes back through the nodes.
+ */
+function streakEnds(line: Line, maxStreak: number): boolean {
+  if (line.streak < maxStreak) return false;
+  line.streak = 0;
+  return true;
+}
+
+/** The holder's lease passes to another caller of the line, without Redis. */
+function passTurn(line: Line): void {
+  line.streak++;
+  clearTimeout(line.timer);
+  line.timer = undefined;
+  line.holder = undefined;
 }

@@ -865,15 +865,15 @@ export class Redlock implements LockOperations {
 
   /** @internal */
   async releaseLock(lock: Lock): Promise<ReleaseResult> {
-    const expired = this.clock.now() >= lock.deadline;
+    const live = this.clock.now() < lock.deadline && !lock.isLost;
     const line = localLine(lock.keys, !!lock.fencingTokens);
-    if (!expired && !lock.isLost) {
+    if (live) {
       if (this.handOver(lock, line))
         return { released: true, expired: false, handedOver: true, nodes: [] };
       if (this.linger(lock, line))
         return { released: true, expired: false, deferred: true, nodes: [] };
     }
-    return this.releaseOnNodes(lock, line, !expired && !lock.isLost);
+    return this.releaseOnNodes(lock, line, live);
   }
 
   /**
