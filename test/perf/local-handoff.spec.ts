@@ -1,6 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Lock, Redlock, RedlockOptions } from 'nestjs-redlock';
-import { flushed, scriptCalls, uniquePrefix } from '../utils/nodes.js';
+import {
+  flushed,
+  scriptCalls,
+  SLOW_RETRY,
+  uniquePrefix,
+} from '../utils/nodes.js';
 import { ownNodes } from '../utils/own-nodes.js';
 
 // The in-process handoff: a lease passes to another caller of the same
@@ -10,13 +15,13 @@ import { ownNodes } from '../utils/own-nodes.js';
 describe('in-process handoff', () => {
   const own = ownNodes(3);
   const { servers, admin } = own;
-  // Fallback retries 5 s away: only a release can move a waiter sooner.
-  const slow = { retryDelay: 5000, retryJitter: 0, waitTimeout: 8000 };
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-  /** The value of `resource`'s key on every node (null where absent). */
-  const valuesOn = (prefix: string, resource: string) =>
-    Promise.all(admin.map((c) => c.get(`${prefix}${resource}`)));
+  /** `sku`'s key holds `lock`'s value on every node. */
+  const expectHeldEverywhere = async (prefix: string, lock: Lock) => {
+    const values = await Promise.all(admin.map((c) => c.get(`${prefix}sku`)));
+    expect(values).toEqual(servers.map(() => lock.value));
+  };
 
   /**
    * A lock on `sku` that `replica` waited for (so it is contended), and a
@@ -31,13 +36,15 @@ describe('in-process handoff', () => {
     const other = own.make({ keyPrefix: prefix });
     const opening = await opener.acquire('sku');
     await flushed(opener);
-    const pending = replica.acquire('sku', slow);
+    const pending = replica.acquire('sku', SLOW_RETRY);
     await sleep(100);
     await opening.release();
     const lock = await pending;
     expect(lock.waited).toBe(true);
     let remoteLock: Lock | undefined;
-    const remote = other.acquire('sku', slow).then((l) => (remoteLock = l));
+    const remote = other
+      .acquire('sku', SLOW_RETRY)
+      .then((l) => (remoteLock = l));
     await sleep(100);
     return { replica, other, lock, remote, got: () => remoteLock };
   };
@@ -46,7 +53,7 @@ describe('in-process handoff', () => {
     const prefix = uniquePrefix('waiting');
     const redlock = own.make({ keyPrefix: prefix });
     const held = await redlock.acquire('sku');
-    const next = redlock.acquire('sku', slow);
+    const next = redlock.acquire('sku', SLOW_RETRY);
     await sleep(50);
     const before = await scriptCalls(admin);
     const result = await held.release();
@@ -57,9 +64,7 @@ describe('in-process handoff', () => {
     // The same lease: value, keys and validity deadline.
     expect(lock.value).toBe(held.value);
     expect(lock.validUntil).toBe(held.validUntil);
-    expect(await valuesOn(prefix, 'sku')).toEqual(
-      servers.map(() => held.value),
-    );
+    await expectHeldEverywhere(prefix, held);
     await lock.release();
   });
 
@@ -70,7 +75,7 @@ describe('in-process handoff', () => {
     const result = await lock.release();
     expect(result).toMatchObject({ released: true, deferred: true });
     expect(result.nodes).toEqual([]);
-    const again = await replica.acquire('sku', slow);
+    const again = await replica.acquire('sku', SLOW_RETRY);
     await sleep(50);
     expect((await scriptCalls(admin)) - before).toBe(0);
     expect(again.value).toBe(lock.value);
@@ -80,9 +85,7 @@ describe('in-process handoff', () => {
     // when the loop turns, and the key to the other process's waiter.
     expect((await again.release()).deferred).toBe(true);
     const remoteLock = await remote;
-    expect(await valuesOn(prefix, 'sku')).toEqual(
-      servers.map(() => remoteLock.value),
-    );
+    await expectHeldEverywhere(prefix, remoteLock);
     await remoteLock.release();
   });
 
@@ -95,7 +98,7 @@ describe('in-process handoff', () => {
     let current = lock;
     for (let i = 0; i < 3; i++) {
       expect((await current.release()).deferred).toBe(true);
-      current = await replica.acquire('sku', slow);
+      current = await replica.acquire('sku', SLOW_RETRY);
       expect(current.value).toBe(lock.value);
     }
     expect((await scriptCalls(admin)) - before).toBe(0);
@@ -103,7 +106,7 @@ describe('in-process handoff', () => {
     const fourth = await current.release();
     expect(fourth.deferred).toBeUndefined();
     expect(fourth.released).toBe(true);
-    const afterStreak = replica.acquire('sku', slow);
+    const afterStreak = replica.acquire('sku', SLOW_RETRY);
     const remoteLock = await remote;
     expect(remoteLock.value).not.toBe(lock.value);
     expect(got()).toBe(remoteLock);
@@ -111,9 +114,7 @@ describe('in-process handoff', () => {
     // The replica, queued again behind it, is served at its release.
     await remoteLock.release();
     const mine = await afterStreak;
-    expect(await valuesOn(prefix, 'sku')).toEqual(
-      servers.map(() => mine.value),
-    );
+    await expectHeldEverywhere(prefix, mine);
     await mine.release();
   });
 
@@ -122,9 +123,7 @@ describe('in-process handoff', () => {
     const { replica, lock, remote } = await contended(prefix);
     expect((await lock.release()).deferred).toBe(true);
     const remoteLock = await remote;
-    expect(await valuesOn(prefix, 'sku')).toEqual(
-      servers.map(() => remoteLock.value),
-    );
+    await expectHeldEverywhere(prefix, remoteLock);
     await flushed(replica);
     expect(replica.localQueue.size).toBe(0);
     await remoteLock.release();
@@ -136,9 +135,7 @@ describe('in-process handoff', () => {
     // Released and closed in the same turn: the lease is still kept.
     await lock.release().then(() => replica.quit());
     const remoteLock = await remote;
-    expect(await valuesOn(prefix, 'sku')).toEqual(
-      servers.map(() => remoteLock.value),
-    );
+    await expectHeldEverywhere(prefix, remoteLock);
     await remoteLock.release();
   });
 
@@ -146,7 +143,7 @@ describe('in-process handoff', () => {
     const prefix = uniquePrefix('lease');
     const redlock = own.make({ keyPrefix: prefix });
     const held = await redlock.acquire('sku', { ttl: 10_000 });
-    const waiter = redlock.acquire('sku', { ...slow, ttl: 20_000 });
+    const waiter = redlock.acquire('sku', { ...SLOW_RETRY, ttl: 20_000 });
     await sleep(50);
     const result = await held.release();
     expect(result.handedOver).toBeUndefined();
@@ -163,7 +160,7 @@ describe('in-process handoff', () => {
       remote,
     } = await contended(uniquePrefix('lease-again'));
     expect((await mine.release()).deferred).toBe(true);
-    const again = replica.acquire('sku', { ...slow, ttl: 20_000 });
+    const again = replica.acquire('sku', { ...SLOW_RETRY, ttl: 20_000 });
     const remoteLock = await remote;
     await remoteLock.release();
     const next = await again;

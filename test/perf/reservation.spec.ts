@@ -5,7 +5,12 @@ import {
   type Lock,
   type RedlockOptions,
 } from 'nestjs-redlock';
-import { flushed, scriptCalls, uniquePrefix } from '../utils/nodes.js';
+import {
+  flushed,
+  scriptCalls,
+  SLOW_RETRY,
+  uniquePrefix,
+} from '../utils/nodes.js';
 import { ownNodes } from '../utils/own-nodes.js';
 
 // A release that hands a contended key on queues its process again in the
@@ -16,8 +21,6 @@ describe('queue places reserved by a release', () => {
   const { servers, admin } = own;
   const make = (prefix: string, options: Partial<RedlockOptions> = {}) =>
     own.make({ keyPrefix: prefix, ...options });
-  // Fallback retries 5 s away: only a release can move a waiter sooner.
-  const slow = { retryDelay: 5000, retryJitter: 0, waitTimeout: 8000 };
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   /** Members of the key's wait queue on every node. */
@@ -61,9 +64,9 @@ describe('queue places reserved by a release', () => {
     const second = make(prefix, { localHandoff: 0 });
     const held = await opener.acquire(resource, { ttl: 20_000 });
     await flushed(opener);
-    const pendingFirst = first.acquire(resource, slow);
+    const pendingFirst = first.acquire(resource, SLOW_RETRY);
     await sleep(100);
-    const pendingSecond = second.acquire(resource, slow);
+    const pendingSecond = second.acquire(resource, SLOW_RETRY);
     await sleep(100);
     await held.release();
     const lock = await pendingFirst;
@@ -79,7 +82,7 @@ describe('queue places reserved by a release', () => {
     );
     let before = await scriptCalls(admin);
     await lock.release();
-    const firstAgain = first.acquire('sku', slow);
+    const firstAgain = first.acquire('sku', SLOW_RETRY);
     const secondLock = await pendingSecond;
     await sleep(50);
     let got: Lock | undefined;
@@ -90,7 +93,7 @@ describe('queue places reserved by a release', () => {
     expect((await scriptCalls(admin)) - before).toBe(servers.length);
     before = await scriptCalls(admin);
     await secondLock.release();
-    const secondAgain = second.acquire('sku', slow);
+    const secondAgain = second.acquire('sku', SLOW_RETRY);
     const mine = await firstAgain;
     await sleep(50);
     expect((await scriptCalls(admin)) - before).toBe(servers.length);
@@ -118,14 +121,14 @@ describe('queue places reserved by a release', () => {
     // The replica waits once first, so that it listens for releases
     // already (its first subscription wakes its waiters once).
     const opening = await other.acquire('sku');
-    const pendingHeld = replica.acquire('sku', { ...slow, ttl: 20_000 });
+    const pendingHeld = replica.acquire('sku', { ...SLOW_RETRY, ttl: 20_000 });
     await sleep(100);
     await opening.release();
     // The place is taken for the same lease only (it is in the place's name).
     const held = await pendingHeld;
-    const remote = other.acquire('sku', slow);
+    const remote = other.acquire('sku', SLOW_RETRY);
     await sleep(100);
-    const local = replica.acquire('sku', { ...slow, ttl: 20_000 });
+    const local = replica.acquire('sku', { ...SLOW_RETRY, ttl: 20_000 });
     await sleep(100);
     const before = await scriptCalls(admin);
     await held.release();
@@ -172,8 +175,8 @@ describe('queue places reserved by a release', () => {
     // waiter below meets a held key everywhere.
     await flushed(owner);
     // A second caller of the closing instance waits in its local queue.
-    const pending = closing.acquire('sku', slow).catch((e: unknown) => e);
-    const local = closing.acquire('sku', slow).catch((e: unknown) => e);
+    const pending = closing.acquire('sku', SLOW_RETRY).catch((e: unknown) => e);
+    const local = closing.acquire('sku', SLOW_RETRY).catch((e: unknown) => e);
     await sleep(200);
     expect((await queues(prefix, 'sku'))[0]).toHaveLength(1);
     await closing.quit();

@@ -12,6 +12,7 @@ import {
   closeAll,
   flushed,
   scriptCalls,
+  startListening,
   uniquePrefix,
 } from '../utils/nodes.js';
 
@@ -70,16 +71,8 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
   it('returns heap, subscriptions and Redis keys to where they started after 100,000 distinct resources', async () => {
     // Warm up: both instances wait once so their subscribers (one per
     // node each, for the life of the instance) exist, then measure.
-    for (const [holder, waiter] of [
-      [other, redlock],
-      [redlock, other],
-    ]) {
-      const warm = await holder.acquire('warm', { ttl: 5000 });
-      const waiting = waiter.acquire('warm');
-      await new Promise((r) => setTimeout(r, 50));
-      await warm.release();
-      await (await waiting).release();
-    }
+    await startListening(other, redlock);
+    await startListening(redlock, other);
     const subsBefore = await subscriptions();
     const heapBefore = await heapAfterGc();
 

@@ -1,6 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { Redlock, type RedlockOptions } from 'nestjs-redlock';
-import { flushed, scriptCalls, uniquePrefix } from '../utils/nodes.js';
+import {
+  flushed,
+  scriptCalls,
+  SLOW_RETRY,
+  startListening,
+  uniquePrefix,
+} from '../utils/nodes.js';
 import { ownNodes } from '../utils/own-nodes.js';
 
 // Waiters wake on a release message; a lost message still ends in a grant
@@ -29,12 +35,7 @@ describe('wake on release, local queue', () => {
       ttl: 20_000,
     });
     const start = Date.now();
-    const pending = waiter.acquire(resources, {
-      retryDelay: 5000,
-      retryJitter: 0,
-      waitTimeout: 8000,
-      ...options,
-    });
+    const pending = waiter.acquire(resources, { ...SLOW_RETRY, ...options });
     await new Promise((r) => setTimeout(r, 300));
     return { prefix, waiter, held, pending, start };
   };
@@ -56,11 +57,7 @@ describe('wake on release, local queue', () => {
     const waiter = make({ keyPrefix: prefix });
     const held = await owner.acquire('sku:2', { ttl: 1500 });
     const start = Date.now();
-    const pending = waiter.acquire('sku:2', {
-      retryDelay: 5000,
-      retryJitter: 0,
-      waitTimeout: 8000,
-    });
+    const pending = waiter.acquire('sku:2', SLOW_RETRY);
     await new Promise((r) => setTimeout(r, 200));
     // Drop the waiter's subscriptions, then let the lock expire without a
     // release: no message is ever published.
@@ -85,11 +82,7 @@ describe('wake on release, local queue', () => {
     const waiter = make({ keyPrefix: prefix });
     // Make sure the waiter is subscribed, then kill its subscriptions.
     const first = await owner.acquire('sku:3', { ttl: 20_000 });
-    const warm = waiter.acquire('sku:3', {
-      retryDelay: 5000,
-      retryJitter: 0,
-      waitTimeout: 8000,
-    });
+    const warm = waiter.acquire('sku:3', SLOW_RETRY);
     await new Promise((r) => setTimeout(r, 200));
     await first.release();
     await (await warm).release();
@@ -98,11 +91,7 @@ describe('wake on release, local queue', () => {
     await new Promise((r) => setTimeout(r, 500)); // ioredis reconnects and re-subscribes
     const second = await owner.acquire('sku:3', { ttl: 20_000 });
     const start = Date.now();
-    const pending = waiter.acquire('sku:3', {
-      retryDelay: 5000,
-      retryJitter: 0,
-      waitTimeout: 8000,
-    });
+    const pending = waiter.acquire('sku:3', SLOW_RETRY);
     await new Promise((r) => setTimeout(r, 200));
     await second.release();
     const lock = await pending;
@@ -179,12 +168,7 @@ describe('wake on release, local queue', () => {
     const prefix = uniquePrefix('gap');
     const owner = make({ keyPrefix: prefix });
     const waiter = make({ keyPrefix: prefix, nodeTimeout: 600 });
-    // The waiter listens for releases already (subscribers made and live).
-    const warm = await owner.acquire('warm');
-    const warming = waiter.acquire('warm');
-    await new Promise((r) => setTimeout(r, 100));
-    await warm.release();
-    await (await warming).release();
+    await startListening(owner, waiter);
 
     const held = await owner.acquire('sku', { ttl: 20_000 });
     await flushed(owner);
@@ -193,11 +177,7 @@ describe('wake on release, local queue', () => {
       const start = Date.now();
       // Refused by two nodes at once; the attempt then takes back whatever
       // the frozen node may have granted, which waits its node timeout.
-      const pending = waiter.acquire('sku', {
-        retryDelay: 5000,
-        retryJitter: 0,
-        waitTimeout: 8000,
-      });
+      const pending = waiter.acquire('sku', SLOW_RETRY);
       await new Promise((r) => setTimeout(r, 150));
       // The release gives the key to the waiter on the two live nodes
       // while its attempt is still out.

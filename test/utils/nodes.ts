@@ -65,3 +65,32 @@ export async function flushed(redlock: Redlock): Promise<void> {
 /** Resolves when the event loop has turned (after pending I/O and microtasks). */
 export const nextTurn = () =>
   new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Wait options whose fallback retry is 5 s away: within a test, only a
+ * release message (or a reconnect) can move such a waiter sooner.
+ */
+export const SLOW_RETRY = {
+  retryDelay: 5000,
+  retryJitter: 0,
+  waitTimeout: 8000,
+} as const;
+
+/**
+ * Makes `waiter` wait once for a lock `holder` holds, so that it listens
+ * for release messages from then on (an instance opens its subscriber
+ * connections on its first wait and keeps them for its life).
+ */
+export async function startListening(
+  holder: Redlock,
+  waiter: Redlock,
+): Promise<void> {
+  const held = await holder.acquire('warm', { ttl: 5000 });
+  await flushed(holder);
+  const waiting = waiter.acquire('warm', SLOW_RETRY);
+  await new Promise((r) => setTimeout(r, 100));
+  await held.release();
+  const lock = await waiting;
+  await lock.release();
+  if (!lock.waited) throw new Error('startListening: the waiter never waited');
+}
