@@ -1,4 +1,15 @@
 import type { Lock } from './lock.js';
+import { BARGE_WINDOW_MS } from './scripts/acquire.script.js';
+
+/**
+ * How long, in ms, leases may keep passing between callers of one process
+ * after the first pass of a streak, whatever `localHandoff` allows: the
+ * same bound the nodes give newcomers over a queued waiter
+ * (`BARGE_WINDOW_MS`). With 1 ms critical sections the count ends a streak
+ * long before this; with long ones (hundreds of ms) the count alone would
+ * let one process keep a lock for seconds while another process waits.
+ */
+export const LOCAL_HANDOFF_WINDOW_MS = BARGE_WINDOW_MS;
 
 interface Turn {
   /** The lease the caller asks for (ms): only a lock with that lease is handed to it. */
@@ -16,6 +27,8 @@ interface Line {
   timer?: NodeJS.Timeout;
   /** Leases handed over in a row without going through Redis. */
   streak: number;
+  /** When the first lease of the current streak was handed over (clock ms). */
+  streakSince: number;
   /** A lease released a moment ago, kept for a caller that asks before the event loop turns (see `linger`). */
   lingering?: Lingering;
 }
@@ -26,6 +39,8 @@ interface Lingering {
   readonly next: () => Lock;
   readonly expire: () => void;
   readonly immediate: NodeJS.Immediate;
+  /** When it was released (clock ms). */
+  readonly since: number;
 }
 
 /**
@@ -70,7 +85,7 @@ export class LocalQueue {
   ): Promise<boolean | Lock> {
     const line = this.lines.get(id);
     if (!line) {
-      this.lines.set(id, { waiting: [], streak: 0 });
+      this.lines.set(id, { waiting: [], streak: 0, streakSince: 0 });
       return Promise.resolve(true);
     }
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
@@ -79,7 +94,7 @@ export class LocalQueue {
       // Released a moment ago and kept for whoever asked next: it is ours.
       line.lingering = undefined;
       clearImmediate(lingering.immediate);
-      passTurn(line);
+      passTurn(line, lingering.since);
       return Promise.resolve(lingering.next());
     }
     // Another lease: the release goes to the nodes now, and this caller
@@ -134,12 +149,14 @@ export class LocalQueue {
    * `next`, skipping Redis, unless nobody waits, the next waiter asked for
    * another lease, or `maxStreak` leases were already handed over in a row
    * (then the lock goes back through Redis, so waiters of other processes
-   * get their chance). Returns whether it did.
+   * get their chance), or the streak began `LOCAL_HANDOFF_WINDOW_MS` ago.
+   * `now`: the caller's clock. Returns whether it did.
    */
   handOver(
     id: string,
     lock: Lock,
     maxStreak: number,
+    now: number,
     next: () => Lock,
   ): boolean {
     const line = this.lines.get(id);
@@ -149,8 +166,8 @@ export class LocalQueue {
       line.waiting[0]?.lease !== leaseOf(lock)
     )
       return false;
-    if (streakEnds(line, maxStreak)) return false;
-    passTurn(line);
+    if (streakEnds(line, maxStreak, now)) return false;
+    passTurn(line, now);
     line.waiting.shift()!.give(next());
     return true;
   }
@@ -161,24 +178,26 @@ export class LocalQueue {
    * a worker that asks again right after its release, in the microtasks
    * that follow it. That caller gets it as `next` (see `enter`); if nobody
    * asks, `expire` runs at the end of the turn (then the lock goes through
-   * Redis). Counts toward the same `maxStreak` as `handOver`. Returns
-   * whether it kept the lease.
+   * Redis). Counts toward the same streak, bounded alike, as `handOver`.
+   * Returns whether it kept the lease.
    */
   linger(
     id: string,
     lock: Lock,
     maxStreak: number,
+    now: number,
     next: () => Lock,
     expire: () => void,
   ): boolean {
     const line = this.lines.get(id);
     if (!line || line.holder !== lock || line.waiting.length > 0) return false;
-    if (streakEnds(line, maxStreak)) return false;
+    if (streakEnds(line, maxStreak, now)) return false;
     const lingering: Lingering = {
       lock,
       next,
       expire,
       immediate: setImmediate(() => this.expire(line, lingering)),
+      since: now,
     };
     line.lingering = lingering;
     return true;
@@ -236,18 +255,23 @@ function leaseOf(lock: Lock): number {
 }
 
 /**
- * True when `maxStreak` leases passed in a row without Redis: the streak
- * starts over, and this lock goes back through the nodes.
+ * True when `maxStreak` leases passed in a row without Redis, or the first
+ * of them `LOCAL_HANDOFF_WINDOW_MS` before `now`: the streak starts over,
+ * and this lock goes back through the nodes.
  */
-function streakEnds(line: Line, maxStreak: number): boolean {
-  if (line.streak < maxStreak) return false;
+function streakEnds(line: Line, maxStreak: number, now: number): boolean {
+  if (
+    line.streak < maxStreak &&
+    (line.streak === 0 || now - line.streakSince < LOCAL_HANDOFF_WINDOW_MS)
+  )
+    return false;
   line.streak = 0;
   return true;
 }
 
-/** The holder's lease passes to another caller of the line, without Redis. */
-function passTurn(line: Line): void {
-  line.streak++;
+/** The holder's lease passes to another caller of the line, without Redis, at `now`. */
+function passTurn(line: Line, now: number): void {
+  if (line.streak++ === 0) line.streakSince = now;
   clearTimeout(line.timer);
   line.timer = undefined;
   line.holder = undefined;

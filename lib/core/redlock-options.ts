@@ -118,8 +118,10 @@ export interface RedlockOptions extends LockTimingOptions {
    * In-process handoff: a lock released while another caller of the same
    * process waits for the same resources with the same `ttl` passes to it
    * without a Redis round trip (same value, same validity deadline), at
-   * most this many times in a row before it goes back through Redis so
-   * other processes get their turn. A contended lock (its caller had to
+   * most this many times in a row, and for at most 250 ms after the first
+   * of them, before it goes back through Redis so other processes get
+   * their turn (the time bound matters for long critical sections: 8 of
+   * 500 ms in a row would keep another process waiting 4 s). A contended lock (its caller had to
    * wait) released while nobody waits is kept until the event loop turns,
    * for a caller that asks right after (`ReleaseResult.deferred`), within
    * the same count. 0 disables both. Default 8.

@@ -946,14 +946,19 @@ export class Redlock implements LockOperations {
    * same validity deadline) without a round trip; the releasing lock is
    * done with it. Only while at least half the lease is left (so the next
    * holder starts with real validity) and for `localHandoff` leases in a
-   * row, after which the lock goes back through Redis and waiters of
-   * other processes get their chance.
+   * row, passed within `LOCAL_HANDOFF_WINDOW_MS` of the first, after which
+   * the lock goes back through Redis and waiters of other processes get
+   * their chance.
    */
   private handOver(lock: Lock, line: string): boolean {
     return (
       this.mayPassOn(lock) &&
-      this.localQueue.handOver(line, lock, this.localHandoff, () =>
-        this.successor(lock),
+      this.localQueue.handOver(
+        line,
+        lock,
+        this.localHandoff,
+        this.clock.now(),
+        () => this.successor(lock),
       )
     );
   }
@@ -976,6 +981,7 @@ export class Redlock implements LockOperations {
       line,
       lock,
       this.localHandoff,
+      this.clock.now(),
       () => this.successor(lock),
       () => {
         const released = this.releaseOnNodes(lock, line, false);

@@ -1,5 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Lock, Redlock, RedlockOptions } from 'nestjs-redlock';
+import type {
+  Lock,
+  Redlock,
+  RedlockOptions,
+  ReleaseResult,
+} from 'nestjs-redlock';
+import { LOCAL_HANDOFF_WINDOW_MS } from '../../lib/core/local-queue.js';
 import {
   flushed,
   scriptCalls,
@@ -116,6 +122,59 @@ describe('in-process handoff', () => {
     const mine = await afterStreak;
     await expectHeldEverywhere(prefix, mine);
     await mine.release();
+  });
+
+  it('leases stop passing within the process once the streak is older than the window, whatever localHandoff allows', async () => {
+    // Long critical sections: the count (8) alone would keep the lock in
+    // the replica for 8 of them while the other process waits.
+    const longSection = () => sleep(LOCAL_HANDOFF_WINDOW_MS + 50);
+    const afterFirstPass = async (prefix: string) => {
+      const parts = await contended(prefix);
+      expect((await parts.lock.release()).deferred).toBe(true);
+      const second = await parts.replica.acquire('sku', SLOW_RETRY);
+      expect(second.value).toBe(parts.lock.value);
+      return { ...parts, second };
+    };
+    const servedRemote = async (
+      prefix: string,
+      result: ReleaseResult,
+      remote: Promise<Lock>,
+    ) => {
+      expect(result.handedOver).toBeUndefined();
+      expect(result.deferred).toBeUndefined();
+      expect(result.released).toBe(true);
+      expect(result.nodes).toHaveLength(servers.length);
+      const remoteLock = await remote;
+      await expectHeldEverywhere(prefix, remoteLock);
+      return remoteLock;
+    };
+
+    // To a caller of the replica that waits already (handOver).
+    const waiting = uniquePrefix('window-waiting');
+    const a = await afterFirstPass(waiting);
+    const third = a.replica.acquire('sku', SLOW_RETRY);
+    await longSection();
+    const remoteA = await servedRemote(
+      waiting,
+      await a.second.release(),
+      a.remote,
+    );
+    await remoteA.release();
+    // The replica's caller is served after the other process.
+    const mine = await third;
+    expect(mine.value).not.toBe(a.lock.value);
+    await mine.release();
+
+    // To a caller that asks right after the release (the hold-back).
+    const asking = uniquePrefix('window-asking');
+    const b = await afterFirstPass(asking);
+    await longSection();
+    const remoteB = await servedRemote(
+      asking,
+      await b.second.release(),
+      b.remote,
+    );
+    await remoteB.release();
   });
 
   it('a held-back release nobody adopts reaches the nodes when the event loop turns', async () => {
