@@ -19,8 +19,11 @@ import { ownNodes } from '../utils/own-nodes.js';
 describe('queue places reserved by a release', () => {
   const own = ownNodes(3);
   const { servers, admin } = own;
+  // A node timeout well above the default (100 ms): these tests count
+  // script calls, and a node slower than that on a loaded machine adds
+  // clean-up calls.
   const make = (prefix: string, options: Partial<RedlockOptions> = {}) =>
-    own.make({ keyPrefix: prefix, ...options });
+    own.make({ keyPrefix: prefix, nodeTimeout: 1000, ...options });
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   /** Members of the key's wait queue on every node. */
