@@ -25,8 +25,9 @@ export interface ReleaseResult {
    * process waited for it at the release: its lease is kept until the event
    * loop turns, for a caller of this process that asks for the same
    * resources in the meantime (see `localHandoff`), and released on the
-   * nodes after that if nobody did. `nodes` is empty: those releases report
-   * nothing (a node that fails lets its key expire with the lease). A
+   * nodes after that if nobody did. `nodes` is empty: such a release that
+   * misses the quorum is reported to the instance's logger instead (the keys
+   * it could not delete expire with the lease). A
    * process that exits before the loop turns without `Redlock.quit()`
    * (which sends them first) leaves the keys to expire with the lease.
    */

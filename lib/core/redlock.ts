@@ -986,8 +986,28 @@ export class Redlock implements LockOperations {
       () => {
         const released = this.releaseOnNodes(lock, line, false);
         this.deferred.add(released);
-        void released.finally(() => this.deferred.delete(released));
+        void released
+          .then((result) => this.reportDeferred(lock, result))
+          .finally(() => this.deferred.delete(released));
       },
+    );
+  }
+
+  /**
+   * A held-back release has no caller left to read its result (`release()`
+   * resolved with `deferred`), so a failure goes to the logger: the keys
+   * stay until their lease ends, and other processes wait that long.
+   */
+  private reportDeferred(lock: Lock, result: ReleaseResult): void {
+    if (result.released || result.expired) return;
+    const deleted = result.nodes.filter((n) => n.outcome === 'granted');
+    const failed = result.nodes
+      .filter((n) => n.outcome !== 'granted' && n.outcome !== 'busy')
+      .map((n) => `${n.node} ${n.outcome}`);
+    this.logger.warn(
+      `Held-back release of ${lock.resources.map((r) => `"${r}"`).join(', ')} reached ${deleted.length} of ${this.nodes.length} nodes (quorum ${this.quorum})` +
+        (failed.length ? `; ${failed.join(', ')}` : '') +
+        `: its keys stay until their lease (${Math.ceil(lock.ttl)} ms) ends`,
     );
   }
 

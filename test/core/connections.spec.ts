@@ -66,6 +66,25 @@ describe('connection settings reach the nodes unchanged', () => {
     await redlock.quit();
   });
 
+  it("a borrowed client's own ioredis keyPrefix applies to lock keys", async () => {
+    // ioredis rewrites the keys of each command of such a client: the
+    // lock's key, and its release, land under that prefix.
+    const prefixed = new Redis({
+      port: server.port,
+      host: '127.0.0.1',
+      password: 's3cret',
+      keyPrefix: 'app:',
+    });
+    const redlock = new Redlock({ clients: [prefixed], logger: quiet });
+    const lock = await redlock.acquire('prefixed');
+    expect(await admin.get('app:lock:prefixed')).toBe(lock.value);
+    expect(await admin.exists('lock:prefixed')).toBe(0);
+    expect((await lock.release()).released).toBe(true);
+    expect(await admin.exists('app:lock:prefixed')).toBe(0);
+    await redlock.quit();
+    prefixed.disconnect();
+  });
+
   it('names nodes by host:port, never with credentials, also when authentication fails', async () => {
     const redlock = new Redlock({
       clients: [`redis://locker:wrong-pw@127.0.0.1:${server.port}`],

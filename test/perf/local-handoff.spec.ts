@@ -206,6 +206,33 @@ describe('in-process handoff', () => {
     await remoteLock.release();
   });
 
+  it('a held-back release that misses the quorum is reported to the logger', async () => {
+    const prefix = uniquePrefix('deferred-fails');
+    const warnings: string[] = [];
+    const { lock, remote } = await contended(prefix, {
+      logger: { warn: (message) => warnings.push(message) },
+      nodeTimeout: 300,
+    });
+    servers[1].freeze();
+    servers[2].freeze();
+    try {
+      expect((await lock.release()).deferred).toBe(true);
+      expect(warnings).toEqual([]);
+      // Sent when the loop turns; two nodes of three time out.
+      await sleep(600);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain('"sku" reached 1 of 3 nodes (quorum 2)');
+      expect(warnings[0]).toContain(`127.0.0.1:${servers[1].port} timeout`);
+    } finally {
+      servers[1].thaw();
+      servers[2].thaw();
+    }
+    // The frozen nodes run the release once thawed: the key goes on.
+    const remoteLock = await remote;
+    await expectHeldEverywhere(prefix, remoteLock);
+    await remoteLock.release();
+  });
+
   it('quit() sends a release held back for an adopter', async () => {
     const prefix = uniquePrefix('quit');
     const { replica, lock, remote } = await contended(prefix);
