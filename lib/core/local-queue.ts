@@ -11,6 +11,15 @@ import { BARGE_WINDOW_MS } from './scripts/acquire.script.js';
  */
 export const LOCAL_HANDOFF_WINDOW_MS = BARGE_WINDOW_MS;
 
+/**
+ * Streaks in a row whose end renewed the lease on the nodes instead of
+ * releasing it (see `Redlock.renewForNext`), after which the lock is
+ * released and acquired again. The renewal only sees waiters queued on the
+ * nodes; a waiter that polls (`JitteredRetry`, another library) is not
+ * queued and only gets a free key between a release and the next acquire.
+ */
+export const MAX_RENEWALS = 3;
+
 interface Turn {
   /** The lease the caller asks for (ms): only a lock with that lease is handed to it. */
   readonly lease: number;
@@ -29,6 +38,8 @@ interface Line {
   streak: number;
   /** When the first lease of the current streak was handed over (clock ms). */
   streakSince: number;
+  /** Streaks in a row ended by a renewal on the nodes (see `renewTo`). */
+  renewals: number;
   /** A lease released a moment ago, kept for a caller that asks before the event loop turns (see `linger`). */
   lingering?: Lingering;
 }
@@ -85,7 +96,12 @@ export class LocalQueue {
   ): Promise<boolean | Lock> {
     const line = this.lines.get(id);
     if (!line) {
-      this.lines.set(id, { waiting: [], streak: 0, streakSince: 0 });
+      this.lines.set(id, {
+        waiting: [],
+        streak: 0,
+        streakSince: 0,
+        renewals: 0,
+      });
       return Promise.resolve(true);
     }
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
@@ -173,6 +189,37 @@ export class LocalQueue {
   }
 
   /**
+   * True when the lease of the lock holding the turn on `id` may be renewed
+   * for the next waiter (see `renewTo`): it asked for `lease`, and fewer
+   * than `MAX_RENEWALS` streaks in a row ended so.
+   */
+  mayRenew(id: string, lease: number): boolean {
+    const line = this.lines.get(id);
+    return (
+      line !== undefined &&
+      line.renewals < MAX_RENEWALS &&
+      line.waiting[0]?.lease === lease
+    );
+  }
+
+  /**
+   * Gives the next waiter of `id`, if it asked for `lease`, the lease of
+   * `lock` (which holds the turn) renewed on the nodes, as `next`. The
+   * renewal was a trip through Redis: a new streak starts. Returns whether
+   * it did.
+   */
+  renewTo(id: string, lock: Lock, lease: number, next: () => Lock): boolean {
+    const line = this.lines.get(id);
+    if (!line || line.holder !== lock || line.waiting[0]?.lease !== lease)
+      return false;
+    passTurn(line, 0);
+    line.streak = 0;
+    line.renewals++;
+    line.waiting.shift()!.give(next());
+    return true;
+  }
+
+  /**
    * Keeps the lease of `lock` (which holds the turn; nobody waits) for a
    * caller of this process that asks for `id` before the event loop turns:
    * a worker that asks again right after its release, in the microtasks
@@ -211,6 +258,7 @@ export class LocalQueue {
     line.timer = undefined;
     line.holder = undefined;
     line.streak = 0;
+    line.renewals = 0;
     const next = line.waiting.shift();
     if (next) next.give(true);
     else this.lines.delete(id);

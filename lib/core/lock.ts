@@ -59,6 +59,12 @@ export class Lock {
   private lostHandlers?: (() => void)[];
   /** @internal Whether the acquire had to wait for the resources (for `Redlock.stats`). */
   waited = false;
+  /**
+   * @internal Whether the nodes made this lock's acquire wait (refused it,
+   * or it got its key through a queue place): another process competes for
+   * it. A lease passed within the process keeps the flag.
+   */
+  waitedInRedis = false;
 
   /**
    * The fencing token of each resource (decimal strings), when the lock was

@@ -34,6 +34,7 @@ import {
   EXTEND_SCRIPT,
   packPlace,
   RELEASE_SCRIPT,
+  KEEP_SCRIPT,
   releaseReply,
 } from './scripts/index.js';
 import { resolveTiming, show, type ResolvedTiming } from './timing.js';
@@ -411,6 +412,8 @@ export class Redlock implements LockOperations {
             throw this.closedError(names, attempt);
           }
           result.lock.waited = attempt > 1 || reserved !== undefined;
+          // A place reserved on no node: nobody was queued at the release.
+          result.lock.waitedInRedis = attempt > 1 || !!reserved?.placed;
           return result.lock;
         }
         const remaining = giveUpAt - this.clock.now();
@@ -734,6 +737,7 @@ export class Redlock implements LockOperations {
     if (deadline <= this.clock.now()) return undefined;
     const lock = new Lock(this, names, keys, value, timing.ttl, deadline, name);
     lock.waited = true;
+    lock.waitedInRedis = true;
     return lock;
   }
 
@@ -872,8 +876,82 @@ export class Redlock implements LockOperations {
         return { released: true, expired: false, handedOver: true, nodes: [] };
       if (this.linger(lock, line))
         return { released: true, expired: false, deferred: true, nodes: [] };
+      if (this.mayRenew(lock, line)) {
+        const renewed = await this.renewForNext(lock, line);
+        if (renewed) return renewed;
+      }
     }
     return this.releaseOnNodes(lock, line, live);
+  }
+
+  /**
+   * Whether `lock`, released while a caller of this process waits for the
+   * same lease but may not get it as it stands (the streak ended, or less
+   * than half the lease is left), may be renewed for that caller instead of
+   * released (see `renewForNext`): single-resource locks without fencing
+   * whose nodes never made them wait (no other process seen competing).
+   */
+  private mayRenew(lock: Lock, line: string): boolean {
+    return (
+      this.localHandoff > 0 &&
+      !this.closed &&
+      !lock.waitedInRedis &&
+      lock.keys.length === 1 &&
+      !lock.fencingTokens &&
+      this.localQueue.holds(line, lock) &&
+      this.localQueue.mayRenew(line, Math.ceil(lock.ttl))
+    );
+  }
+
+  /**
+   * The end of an in-process handoff streak when, as far as this process
+   * knows, nobody else wants the lock: the nodes renew the lease for the
+   * next caller of this process (one round trip) unless another waiter is
+   * queued on them, instead of a release and a new acquire (two round
+   * trips, and one fresh key). The next caller gets the same value with
+   * the renewed validity, and a new streak starts. Resolves `undefined`
+   * when a quorum did not renew (another process waits, a node is down, or
+   * the caller gave up meanwhile): then the lock is released as usual.
+   */
+  private async renewForNext(
+    lock: Lock,
+    line: string,
+  ): Promise<ReleaseResult | undefined> {
+    const ttl = Math.ceil(lock.ttl);
+    const start = this.clock.now();
+    const ballots = await poll(
+      this.nodes,
+      (node) =>
+        node.run(KEEP_SCRIPT, lock.keys, [
+          lock.value,
+          ttl,
+          this.metaPrefix,
+          lock.queueName ?? '',
+        ]),
+      (reply) => (reply === 1 ? 'granted' : 'busy'),
+      this.timing.nodeTimeout,
+      this.decided,
+    );
+    const renewed = ballots.filter((b) => b.outcome === 'granted').length;
+    const deadline = start + ttl - (ttl * this.driftFactor + 2);
+    if (
+      renewed < this.quorum ||
+      deadline <= this.clock.now() ||
+      !this.localQueue.renewTo(line, lock, ttl, () =>
+        this.successor(lock, deadline),
+      )
+    )
+      return undefined;
+    return {
+      released: true,
+      expired: false,
+      handedOver: true,
+      nodes: ballots.map(({ node, outcome, error }) => ({
+        node,
+        outcome,
+        error,
+      })),
+    };
   }
 
   /**
@@ -1022,18 +1100,22 @@ export class Redlock implements LockOperations {
     );
   }
 
-  /** The lock a caller of this process holds when `lock`'s lease passes to it. */
-  private successor(lock: Lock): Lock {
+  /**
+   * The lock a caller of this process holds when `lock`'s lease passes to
+   * it: valid until `deadline` (by default, as long as `lock`).
+   */
+  private successor(lock: Lock, deadline = lock.deadline): Lock {
     const next = new Lock(
       this,
       lock.resources,
       lock.keys,
       lock.value,
       lock.ttl,
-      lock.deadline,
+      deadline,
       lock.queueName,
     );
     next.waited = true;
+    next.waitedInRedis = lock.waitedInRedis;
     return next;
   }
 

@@ -5,3 +5,4 @@ export * from './extend.script.js';
 export * from './fence.script.js';
 export * from './extend-many.script.js';
 export { packPlace } from './wait-queue.lua.js';
+export * from './keep.script.js';

@@ -1,0 +1,117 @@
+import { describe, expect, it } from '@jest/globals';
+import type { Lock, RedlockOptions, ReleaseResult } from 'nestjs-redlock';
+import { MAX_RENEWALS } from '../../lib/core/local-queue.js';
+import { KEEP_SCRIPT } from '../../lib/core/scripts/index.js';
+import {
+  flushed,
+  scriptCalls,
+  SLOW_RETRY,
+  uniquePrefix,
+} from '../utils/nodes.js';
+import { ownNodes } from '../utils/own-nodes.js';
+
+// The end of an in-process handoff streak when no other process waits:
+// the nodes renew the lease for the next caller of the process (one
+// round trip) instead of a release and a new acquire. Own servers: the
+// tests count script calls per node.
+describe('renewal at the end of a handoff streak', () => {
+  const own = ownNodes(3);
+  const { servers, admin } = own;
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  // A 1 s node timeout: these tests count script calls, and a node slower
+  // than the default 100 ms on a loaded machine adds clean-up calls.
+  const make = (prefix: string, options: Partial<RedlockOptions> = {}) =>
+    own.make({ keyPrefix: prefix, nodeTimeout: 1000, ...options });
+  /** How a release went: to a waiting caller as it stood, renewed on the nodes, or to the nodes. */
+  const how = (r: ReleaseResult) =>
+    r.handedOver ? (r.nodes.length ? 'renewed' : 'handed') : 'nodes';
+  const granted = (r: ReleaseResult) =>
+    r.nodes.filter((n) => n.outcome === 'granted').length;
+
+  /** `count` callers of `redlock` queued in-process for `sku`. */
+  const queue = (redlock: ReturnType<typeof make>, count: number) =>
+    Array.from({ length: count }, () => redlock.acquire('sku', SLOW_RETRY));
+
+  it('no other process waits: the next caller gets the lease renewed, one script per node, same value', async () => {
+    // The keep script is loaded already: a first call would count twice
+    // (NOSCRIPT, then the source).
+    await Promise.all(admin.map((c) => c.script('LOAD', KEEP_SCRIPT.source)));
+    const prefix = uniquePrefix('renew');
+    const redlock = make(prefix, { localHandoff: 2 });
+    const first = await redlock.acquire('sku');
+    const waiters = queue(redlock, 3);
+    await sleep(50);
+    const before = await scriptCalls(admin);
+    let current: Lock = first;
+    for (let i = 0; i < 2; i++) {
+      expect(how(await current.release())).toBe('handed');
+      current = await waiters[i];
+    }
+    expect((await scriptCalls(admin)) - before).toBe(0);
+    await sleep(30);
+    // The streak ends: renewed for the third caller.
+    const result = await current.release();
+    expect(how(result)).toBe('renewed');
+    expect(granted(result)).toBeGreaterThanOrEqual(2);
+    const renewed = await waiters[2];
+    expect(renewed.value).toBe(first.value);
+    expect(renewed.validUntil).toBeGreaterThan(current.validUntil + 20);
+    await flushed(redlock);
+    expect((await scriptCalls(admin)) - before).toBe(servers.length);
+    // Every node holds it with the renewed lease, not what was left of the first.
+    const key = `${prefix}sku`;
+    const values = await Promise.all(admin.map((c) => c.get(key)));
+    expect(values).toEqual(servers.map(() => first.value));
+    const pttls = await Promise.all(admin.map((c) => c.pttl(key)));
+    for (const pttl of pttls)
+      expect(pttl).toBeGreaterThanOrEqual(renewed.remaining() - 1);
+    await renewed.release();
+    await flushed(redlock);
+    expect(await Promise.all(admin.map((c) => c.exists(key)))).toEqual(
+      servers.map(() => 0),
+    );
+  });
+
+  it('another process queued on the nodes: the streak ends with a release, and that process gets the lock', async () => {
+    const prefix = uniquePrefix('queued');
+    const replica = make(prefix, { localHandoff: 1 });
+    const other = make(prefix);
+    const held = await replica.acquire('sku');
+    const [local] = queue(replica, 1);
+    const remote = other.acquire('sku', SLOW_RETRY);
+    await sleep(100);
+    expect(how(await held.release())).toBe('handed');
+    const mine = await local;
+    const [again] = queue(replica, 1);
+    await sleep(50);
+    const result = await mine.release();
+    expect(how(result)).toBe('nodes');
+    expect(result.released).toBe(true);
+    const remoteLock = await remote;
+    expect(remoteLock.value).not.toBe(held.value);
+    await remoteLock.release();
+    const after = await again;
+    expect(after.value).not.toBe(held.value);
+    await after.release();
+  });
+
+  it(`after ${MAX_RENEWALS} renewals in a row the lock is released and acquired again, with a new value`, async () => {
+    const prefix = uniquePrefix('bounded');
+    const redlock = make(prefix, { localHandoff: 1 });
+    let current = await redlock.acquire('sku');
+    const first = current.value;
+    const waiters = queue(redlock, 2 * (MAX_RENEWALS + 1));
+    await sleep(50);
+    const seen: string[] = [];
+    for (const waiter of waiters) {
+      seen.push(how(await current.release()));
+      current = await waiter;
+    }
+    const expected: string[] = [];
+    for (let i = 0; i < MAX_RENEWALS; i++) expected.push('handed', 'renewed');
+    expected.push('handed', 'nodes');
+    expect(seen).toEqual(expected);
+    expect(current.value).not.toBe(first);
+    await current.release();
+  });
+});
