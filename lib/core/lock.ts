@@ -17,7 +17,9 @@ export interface ReleaseResult {
   /**
    * True when the lease went straight to another caller of this process
    * waiting for the same resources (in-process handoff, see
-   * `localHandoff`): no node was asked, `nodes` is empty.
+   * `localHandoff`): no node was asked, `nodes` is empty; or, at the end of
+   * a handoff streak while no other process waited on the nodes, the nodes
+   * renewed the lease for that caller first (`nodes` reports them).
    */
   readonly handedOver?: boolean;
   /**

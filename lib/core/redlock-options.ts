@@ -121,7 +121,9 @@ export interface RedlockOptions extends LockTimingOptions {
    * most this many times in a row, and for at most 250 ms after the first
    * of them, before it goes back through Redis so other processes get
    * their turn (the time bound matters for long critical sections: 8 of
-   * 500 ms in a row would keep another process waiting 4 s). A contended lock (its caller had to
+   * 500 ms in a row would keep another process waiting 4 s); when no other
+   * process is queued on the nodes, they renew the lease for the next
+   * caller in one round trip instead (3 streaks in a row at most). A contended lock (its caller had to
    * wait) released while nobody waits is kept until the event loop turns,
    * for a caller that asks right after (`ReleaseResult.deferred`), within
    * the same count. 0 disables both. Default 8.
