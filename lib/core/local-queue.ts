@@ -212,9 +212,9 @@ export class LocalQueue {
     const line = this.lines.get(id);
     if (!line || line.holder !== lock || line.waiting[0]?.lease !== lease)
       return false;
-    passTurn(line, 0);
     line.streak = 0;
     line.renewals++;
+    vacate(line);
     line.waiting.shift()!.give(next());
     return true;
   }
@@ -254,9 +254,7 @@ export class LocalQueue {
   leave(id: string, lock?: Lock): void {
     const line = this.lines.get(id);
     if (!line || (lock && line.holder !== lock)) return;
-    clearTimeout(line.timer);
-    line.timer = undefined;
-    line.holder = undefined;
+    vacate(line);
     line.streak = 0;
     line.renewals = 0;
     const next = line.waiting.shift();
@@ -320,6 +318,11 @@ function streakEnds(line: Line, maxStreak: number, now: number): boolean {
 /** The holder's lease passes to another caller of the line, without Redis, at `now`. */
 function passTurn(line: Line, now: number): void {
   if (line.streak++ === 0) line.streakSince = now;
+  vacate(line);
+}
+
+/** The line has no holder any more (and stops watching its validity). */
+function vacate(line: Line): void {
   clearTimeout(line.timer);
   line.timer = undefined;
   line.holder = undefined;

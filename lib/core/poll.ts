@@ -6,6 +6,11 @@ export interface Ballot extends NodeVote {
   readonly reply?: unknown;
 }
 
+/** Each node's vote as results and errors report it (the raw reply left out). */
+export function votesOf(ballots: readonly Ballot[]): NodeVote[] {
+  return ballots.map(({ node, outcome, error }) => ({ node, outcome, error }));
+}
+
 /** Counts of a poll so far. */
 export interface Tally {
   granted: number;

@@ -123,10 +123,11 @@ export interface RedlockOptions extends LockTimingOptions {
    * their turn (the time bound matters for long critical sections: 8 of
    * 500 ms in a row would keep another process waiting 4 s); when no other
    * process is queued on the nodes, they renew the lease for the next
-   * caller in one round trip instead (3 streaks in a row at most). A contended lock (its caller had to
-   * wait) released while nobody waits is kept until the event loop turns,
-   * for a caller that asks right after (`ReleaseResult.deferred`), within
-   * the same count. 0 disables both. Default 8.
+   * caller in one round trip instead (3 streaks in a row at most). A
+   * contended lock (its caller had to wait) released while nobody waits is
+   * kept until the event loop turns, for a caller that asks right after
+   * (`ReleaseResult.deferred`), within the same count. 0 disables both.
+   * Default 8.
    */
   localHandoff?: number;
   /** Where warnings go. Default: `console`. */

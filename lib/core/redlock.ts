@@ -15,7 +15,7 @@ import {
 import { KeepAlive, type WatchdogOptions } from './keep-alive.js';
 import { LocalQueue } from './local-queue.js';
 import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
-import { poll, type Ballot, type Tally } from './poll.js';
+import { poll, votesOf, type Ballot, type Tally } from './poll.js';
 import { closeNodes, createNodes, type RedlockNode } from './redlock-node.js';
 import {
   REDLOCK_DEFAULTS,
@@ -32,9 +32,9 @@ import {
   acquireReply,
   EXTEND_MANY_SCRIPT,
   EXTEND_SCRIPT,
+  KEEP_SCRIPT,
   packPlace,
   RELEASE_SCRIPT,
-  KEEP_SCRIPT,
   releaseReply,
 } from './scripts/index.js';
 import { resolveTiming, show, type ResolvedTiming } from './timing.js';
@@ -946,11 +946,7 @@ export class Redlock implements LockOperations {
       released: true,
       expired: false,
       handedOver: true,
-      nodes: ballots.map(({ node, outcome, error }) => ({
-        node,
-        outcome,
-        error,
-      })),
+      nodes: votesOf(ballots),
     };
   }
 
@@ -987,11 +983,7 @@ export class Redlock implements LockOperations {
     return {
       released: deleted >= this.quorum,
       expired,
-      nodes: ballots.map(({ node, outcome, error }) => ({
-        node,
-        outcome,
-        error,
-      })),
+      nodes: votesOf(ballots),
     };
   }
 
@@ -1175,11 +1167,7 @@ export class Redlock implements LockOperations {
     result: Attempt,
   ): LockNotAcquiredError {
     const retryAfter = result.holderTtl ?? this.timing.retryDelay;
-    const nodes = result.ballots.map(({ node, outcome, error }) => ({
-      node,
-      outcome,
-      error,
-    }));
+    const nodes = votesOf(result.ballots);
     return new LockNotAcquiredError(
       resources,
       attempts,
