@@ -88,6 +88,8 @@ describe('queue places reserved by a release', () => {
     const firstAgain = first.acquire('sku', SLOW_RETRY);
     const secondLock = await pendingSecond;
     await sleep(50);
+    // Held at a quorum: the last node may still be running the release.
+    await flushed(first);
     let got: Lock | undefined;
     void firstAgain.then((l) => (got = l));
     // The key went to the waiter ahead; the holder's new request waits,
@@ -99,6 +101,7 @@ describe('queue places reserved by a release', () => {
     const secondAgain = second.acquire('sku', SLOW_RETRY);
     const mine = await firstAgain;
     await sleep(50);
+    await flushed(second);
     expect((await scriptCalls(admin)) - before).toBe(servers.length);
     expect(mine.waited).toBe(true);
     // Its validity never outlives the keys' own lease.
@@ -140,6 +143,7 @@ describe('queue places reserved by a release', () => {
     await remoteLock.release();
     const localLock = await local;
     await sleep(50);
+    await Promise.all([flushed(replica), flushed(other)]);
     // The local caller never asked the nodes: two releases per node. The
     // other replica's release was held back for a caller of its own that
     // never came (deferred), so it reserved no place to take back.

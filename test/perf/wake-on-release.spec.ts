@@ -31,13 +31,14 @@ describe('wake on release, local queue', () => {
   ) => {
     const prefix = uniquePrefix(label);
     const waiter = make({ keyPrefix: prefix });
-    const held = await make({ keyPrefix: prefix }).acquire(resources, {
+    const holder = make({ keyPrefix: prefix });
+    const held = await holder.acquire(resources, {
       ttl: 20_000,
     });
     const start = Date.now();
     const pending = waiter.acquire(resources, { ...SLOW_RETRY, ...options });
     await new Promise((r) => setTimeout(r, 300));
-    return { prefix, waiter, held, pending, start };
+    return { prefix, waiter, holder, held, pending, start };
   };
 
   it('wakes a waiter in another process by the release message, long before its fallback retry', async () => {
@@ -100,7 +101,7 @@ describe('wake on release, local queue', () => {
   });
 
   it('a release gives the key to the waiter of another process: it holds the lock without asking again', async () => {
-    const { prefix, waiter, held, pending } = await holdAndQueue(
+    const { prefix, waiter, holder, held, pending } = await holdAndQueue(
       'give',
       'sku:g',
       {
@@ -110,6 +111,9 @@ describe('wake on release, local queue', () => {
     const before = await evalshaCalls();
     await held.release();
     const lock = await pending;
+    // The waiter holds the lock once a quorum gave it the key; the last
+    // node may still be running the release.
+    await flushed(holder);
     // The holder's release ran once per node; the waiter sent nothing.
     expect((await evalshaCalls()) - before).toBe(servers.length);
     const key = `${prefix}sku:g`;
@@ -201,12 +205,17 @@ describe('wake on release, local queue', () => {
   });
 
   it('a multi-resource waiter is told, not given its keys: it asks once more', async () => {
-    const { held, pending } = await holdAndQueue('told', ['a', 'b']);
+    const { waiter, holder, held, pending } = await holdAndQueue('told', [
+      'a',
+      'b',
+    ]);
     const before = await evalshaCalls();
     const start = Date.now();
     await held.release();
     const lock = await pending;
     expect(Date.now() - start).toBeLessThan(2000);
+    // Held at a quorum: the last node may still be running a request.
+    await Promise.all([flushed(holder), flushed(waiter)]);
     // A key given alone would hold half a lock: one release and one
     // attempt per node.
     expect((await evalshaCalls()) - before).toBe(2 * servers.length);
