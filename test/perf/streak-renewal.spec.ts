@@ -95,6 +95,45 @@ describe('renewal at the end of a handoff streak', () => {
     await after.release();
   });
 
+  it('a renewal that misses the quorum falls back to a release: the next caller acquires through the nodes', async () => {
+    const prefix = uniquePrefix('unrenewed');
+    const redlock = make(prefix, { localHandoff: 1, nodeTimeout: 300 });
+    const held = await redlock.acquire('sku');
+    const [second] = queue(redlock, 1);
+    const third = redlock.acquire('sku', {
+      waitTimeout: 8000,
+      retryDelay: 100,
+      retryJitter: 0,
+    });
+    await sleep(50);
+    expect(how(await held.release())).toBe('handed');
+    const mine = await second;
+    servers[1].freeze();
+    servers[2].freeze();
+    let result: ReleaseResult;
+    try {
+      // The streak ends; one node of three can renew, so the lock is
+      // released instead, and only that node confirms.
+      result = await mine.release();
+    } finally {
+      servers[1].thaw();
+      servers[2].thaw();
+    }
+    expect(how(result)).toBe('nodes');
+    expect(result.released).toBe(false);
+    // The frozen nodes run the renewal, then the release, once thawed:
+    // the key is free again and the next caller takes it with a value of
+    // its own, on every node.
+    const next = await third;
+    expect(next.value).not.toBe(held.value);
+    const values = await Promise.all(admin.map((c) => c.get(`${prefix}sku`)));
+    expect(
+      values.filter((v) => v === next.value).length,
+    ).toBeGreaterThanOrEqual(2);
+    expect(values).not.toContain(held.value);
+    await next.release();
+  });
+
   it(`after ${MAX_RENEWALS} renewals in a row the lock is released and acquired again, with a new value`, async () => {
     const prefix = uniquePrefix('bounded');
     const redlock = make(prefix, { localHandoff: 1 });
