@@ -126,7 +126,7 @@ export interface RedlockOptions extends LockTimingOptions {
    * caller in one round trip instead (3 streaks in a row at most). A
    * contended lock (its caller had to wait) released while nobody waits is
    * kept until the event loop turns, for a caller that asks right after
-   * (`ReleaseResult.deferred`), within the same count. 0 disables both.
+   * (`ReleaseResult.deferred`), within the same count. 0 disables all three.
    * Default 8.
    */
   localHandoff?: number;
