@@ -134,6 +134,20 @@ describe('renewal at the end of a handoff streak', () => {
     await next.release();
   });
 
+  it('localHandoff 0 turns the renewal off too: the next caller acquires through the nodes', async () => {
+    const prefix = uniquePrefix('off');
+    const redlock = make(prefix, { localHandoff: 0 });
+    const held = await redlock.acquire('sku');
+    const [next] = queue(redlock, 1);
+    await sleep(50);
+    const result = await held.release();
+    expect(how(result)).toBe('nodes');
+    expect(result.released).toBe(true);
+    const lock = await next;
+    expect(lock.value).not.toBe(held.value);
+    await lock.release();
+  });
+
   it(`after ${MAX_RENEWALS} renewals in a row the lock is released and acquired again, with a new value`, async () => {
     const prefix = uniquePrefix('bounded');
     const redlock = make(prefix, { localHandoff: 1 });
