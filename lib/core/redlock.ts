@@ -37,7 +37,12 @@ import {
   RELEASE_SCRIPT,
   releaseReply,
 } from './scripts/index.js';
-import { resolveTiming, show, type ResolvedTiming } from './timing.js';
+import {
+  clockDrift,
+  resolveTiming,
+  show,
+  type ResolvedTiming,
+} from './timing.js';
 import {
   WakeOnRelease,
   type WaitContext,
@@ -776,6 +781,11 @@ export class Redlock implements LockOperations {
     if (failure) throw new LockExtendError(lock.resources, failure, ballots);
   }
 
+  /** Until when a lease of `ttl` ms that nodes set after `start` is held, on our clock. */
+  private leaseDeadline(start: number, ttl: number): number {
+    return start + ttl - clockDrift(ttl, this.driftFactor);
+  }
+
   /**
    * Applies the outcome of an extension sent at `start` with lease `ttl`:
    * with a quorum and validity left at `now`, the lock gets its new
@@ -789,7 +799,7 @@ export class Redlock implements LockOperations {
     ttl: number,
     now: number,
   ): string | undefined {
-    const deadline = start + ttl - (ttl * this.driftFactor + 2);
+    const deadline = this.leaseDeadline(start, ttl);
     if (votes >= this.quorum && deadline > now) {
       lock.ttl = ttl;
       lock.deadline = deadline;
@@ -933,7 +943,7 @@ export class Redlock implements LockOperations {
       this.decided,
     );
     const renewed = ballots.filter((b) => b.outcome === 'granted').length;
-    const deadline = start + ttl - (ttl * this.driftFactor + 2);
+    const deadline = this.leaseDeadline(start, ttl);
     if (
       renewed < this.quorum ||
       deadline <= this.clock.now() ||

@@ -65,8 +65,13 @@ export function resolveTiming(
     retryDelay,
     retryJitter,
     nodeTimeout,
-    drift: ttl * driftFactor + 2,
+    drift: clockDrift(ttl, driftFactor),
   };
+}
+
+/** The clock drift allowance of a lease of `ttl` ms: `ttl * driftFactor + 2` ms. */
+export function clockDrift(ttl: number, driftFactor: number): number {
+  return ttl * driftFactor + 2;
 }
 
 /** Throws unless `value` is a finite number > 0. */
