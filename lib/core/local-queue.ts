@@ -155,11 +155,6 @@ export class LocalQueue {
     return this.lines.get(id)?.holder;
   }
 
-  /** True when `lock` holds the turn on `id` (so its release passes it on). */
-  holds(id: string, lock: Lock): boolean {
-    return this.lines.get(id)?.holder === lock;
-  }
-
   /**
    * Hands the lease of `lock` (which holds the turn) to the next waiter as
    * `next`, skipping Redis, unless nobody waits, the next waiter asked for
@@ -176,12 +171,7 @@ export class LocalQueue {
     next: () => Lock,
   ): boolean {
     const line = this.lines.get(id);
-    if (
-      !line ||
-      line.holder !== lock ||
-      line.waiting[0]?.lease !== leaseOf(lock)
-    )
-      return false;
+    if (!line || !nextTakes(line, lock)) return false;
     if (streakEnds(line, maxStreak, now)) return false;
     passTurn(line, now);
     line.waiting.shift()!.give(next());
@@ -189,29 +179,28 @@ export class LocalQueue {
   }
 
   /**
-   * True when the lease of the lock holding the turn on `id` may be renewed
-   * for the next waiter (see `renewTo`): it asked for `lease`, and fewer
-   * than `MAX_RENEWALS` streaks in a row ended so.
+   * True when the lease of `lock`, holding the turn on `id`, may be renewed
+   * for the next waiter (see `renewTo`): it asked for the same lease, and
+   * fewer than `MAX_RENEWALS` streaks in a row ended so.
    */
-  mayRenew(id: string, lease: number): boolean {
+  mayRenew(id: string, lock: Lock): boolean {
     const line = this.lines.get(id);
     return (
       line !== undefined &&
       line.renewals < MAX_RENEWALS &&
-      line.waiting[0]?.lease === lease
+      nextTakes(line, lock)
     );
   }
 
   /**
-   * Gives the next waiter of `id`, if it asked for `lease`, the lease of
-   * `lock` (which holds the turn) renewed on the nodes, as `next`. The
-   * renewal was a trip through Redis: a new streak starts. Returns whether
-   * it did.
+   * Gives the next waiter of `id`, if it asked for the same lease, the
+   * lease of `lock` (which holds the turn) renewed on the nodes, as `next`.
+   * The renewal was a trip through Redis: a new streak starts. Returns
+   * whether it did.
    */
-  renewTo(id: string, lock: Lock, lease: number, next: () => Lock): boolean {
+  renewTo(id: string, lock: Lock, next: () => Lock): boolean {
     const line = this.lines.get(id);
-    if (!line || line.holder !== lock || line.waiting[0]?.lease !== lease)
-      return false;
+    if (!line || !nextTakes(line, lock)) return false;
     line.streak = 0;
     line.renewals++;
     vacate(line);
@@ -298,6 +287,11 @@ export class LocalQueue {
 /** A lock's lease as callers ask for it (whole ms). */
 function leaseOf(lock: Lock): number {
   return Math.ceil(lock.ttl);
+}
+
+/** True when `lock` holds the turn and the next waiter asked for its lease. */
+function nextTakes(line: Line, lock: Lock): boolean {
+  return line.holder === lock && line.waiting[0]?.lease === leaseOf(lock);
 }
 
 /**

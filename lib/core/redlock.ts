@@ -908,8 +908,7 @@ export class Redlock implements LockOperations {
       !lock.waitedInRedis &&
       lock.keys.length === 1 &&
       !lock.fencingTokens &&
-      this.localQueue.holds(line, lock) &&
-      this.localQueue.mayRenew(line, Math.ceil(lock.ttl))
+      this.localQueue.mayRenew(line, lock)
     );
   }
 
@@ -947,9 +946,7 @@ export class Redlock implements LockOperations {
     if (
       renewed < this.quorum ||
       deadline <= this.clock.now() ||
-      !this.localQueue.renewTo(line, lock, ttl, () =>
-        this.successor(lock, deadline),
-      )
+      !this.localQueue.renewTo(line, lock, () => this.successor(lock, deadline))
     )
       return undefined;
     return {
