@@ -12,24 +12,18 @@ import {
   SLOW_RETRY,
   uniquePrefix,
 } from '../utils/nodes.js';
-import { ownNodes } from '../utils/own-nodes.js';
+import { COUNTING, ownNodes } from '../utils/own-nodes.js';
 
 // The in-process handoff: a lease passes to another caller of the same
 // process without a round trip, whether that caller waits already or asks
 // right after the release (then the release is held back until the event
 // loop turns). Own servers: the tests count script calls per node.
 describe('in-process handoff', () => {
-  const own = ownNodes(3);
+  const own = ownNodes(3, COUNTING);
   const { servers, admin } = own;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-  /**
-   * An instance on the spec's nodes. A node timeout well above the default
-   * (100 ms): these tests count script calls, and a node slower than that
-   * on a loaded machine adds clean-up calls.
-   */
-  const make = (prefix: string, options: Partial<RedlockOptions> = {}) =>
-    own.make({ keyPrefix: prefix, nodeTimeout: 1000, ...options });
+  const make = own.prefixed;
 
   /**
    * `sku`'s key holds `lock`'s value on every node. A lock given on release

@@ -1,29 +1,20 @@
 import { describe, expect, it } from '@jest/globals';
-import {
-  LockNotAcquiredError,
-  Redlock,
-  type Lock,
-  type RedlockOptions,
-} from 'nestjs-redlock';
+import { LockNotAcquiredError, Redlock, type Lock } from 'nestjs-redlock';
 import {
   flushed,
   scriptCalls,
   SLOW_RETRY,
   uniquePrefix,
 } from '../utils/nodes.js';
-import { ownNodes } from '../utils/own-nodes.js';
+import { COUNTING, ownNodes } from '../utils/own-nodes.js';
 
 // A release that hands a contended key on queues its process again in the
 // same call; the process's next acquire adopts that place instead of
 // asking. Own servers: the tests count script calls per node.
 describe('queue places reserved by a release', () => {
-  const own = ownNodes(3);
+  const own = ownNodes(3, COUNTING);
   const { servers, admin } = own;
-  // A node timeout well above the default (100 ms): these tests count
-  // script calls, and a node slower than that on a loaded machine adds
-  // clean-up calls.
-  const make = (prefix: string, options: Partial<RedlockOptions> = {}) =>
-    own.make({ keyPrefix: prefix, nodeTimeout: 1000, ...options });
+  const make = own.prefixed;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   /** Members of the key's wait queue on every node. */

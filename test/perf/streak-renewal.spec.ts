@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Lock, RedlockOptions, ReleaseResult } from 'nestjs-redlock';
+import type { Lock, ReleaseResult } from 'nestjs-redlock';
 import { MAX_RENEWALS } from '../../lib/core/local-queue.js';
 import { KEEP_SCRIPT } from '../../lib/core/scripts/index.js';
 import {
@@ -8,20 +8,17 @@ import {
   SLOW_RETRY,
   uniquePrefix,
 } from '../utils/nodes.js';
-import { ownNodes } from '../utils/own-nodes.js';
+import { COUNTING, ownNodes } from '../utils/own-nodes.js';
 
 // The end of an in-process handoff streak when no other process waits:
 // the nodes renew the lease for the next caller of the process (one
 // round trip) instead of a release and a new acquire. Own servers: the
 // tests count script calls per node.
 describe('renewal at the end of a handoff streak', () => {
-  const own = ownNodes(3);
+  const own = ownNodes(3, COUNTING);
   const { servers, admin } = own;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-  // A 1 s node timeout: these tests count script calls, and a node slower
-  // than the default 100 ms on a loaded machine adds clean-up calls.
-  const make = (prefix: string, options: Partial<RedlockOptions> = {}) =>
-    own.make({ keyPrefix: prefix, nodeTimeout: 1000, ...options });
+  const make = own.prefixed;
   /** How a release went: to a waiting caller as it stood, renewed on the nodes, or to the nodes. */
   const how = (r: ReleaseResult) =>
     r.handedOver ? (r.nodes.length ? 'renewed' : 'handed') : 'nodes';
