@@ -52,9 +52,13 @@ import {
 /**
  * The local queue a caller waits in: its keys, and whether it wants fencing
  * tokens (a handed-over lease has none, so fenced callers queue apart).
+ * Distinct for distinct key lists, whatever characters resource names hold:
+ * a line shared by two resource sets would hand one's lease to the other.
  */
 function localLine(keys: readonly string[], fencing: boolean): string {
-  return keys.join('\n') + (fencing ? '\nfenced' : '');
+  // One key without fencing, the common case: one concatenation.
+  if (keys.length === 1 && !fencing) return '1' + keys[0];
+  return (fencing ? 'f' : 'm') + JSON.stringify(keys);
 }
 
 /** Bytes of randomness in a lock value (the Redlock page suggests 20). */

@@ -189,6 +189,39 @@ describe('in-process handoff', () => {
     await remoteB.release();
   });
 
+  it('resource sets whose keys could be spelt alike never share a line: no wait, no lease of the other set', async () => {
+    const prefix = uniquePrefix('lines');
+    const redlock = make(prefix);
+    // Two keys joined by a newline, and one key with that very name; a
+    // fenced key, and an unfenced one named like its fenced form.
+    const pair = await redlock.acquire(['a', 'b']);
+    const fenced = await redlock.acquire('x', { fencing: true });
+    const lookalikes = [`a\n${prefix}b`, 'x\nfenced'];
+    const started = Date.now();
+    const locks = await Promise.all(
+      lookalikes.map((name) => redlock.acquire(name, SLOW_RETRY)),
+    );
+    // Nobody waited for the other set's release (the retry delay is 5 s).
+    expect(Date.now() - started).toBeLessThan(2000);
+    for (const [i, lock] of locks.entries()) {
+      expect(lock.keys).toEqual([prefix + lookalikes[i]]);
+      const values = await Promise.all(
+        admin.map((c) => c.get(prefix + lookalikes[i])),
+      );
+      expect(values).toEqual(servers.map(() => lock.value));
+    }
+    // Released while the lookalikes wait: not handed to them either.
+    const more = lookalikes.map((name) => redlock.acquire(name, SLOW_RETRY));
+    await sleep(50);
+    await Promise.all([pair.release(), fenced.release()]);
+    await Promise.all(locks.map((lock) => lock.release()));
+    for (const [i, lock] of (await Promise.all(more)).entries()) {
+      expect(lock.keys).toEqual([prefix + lookalikes[i]]);
+      expect([pair.value, fenced.value]).not.toContain(lock.value);
+      await lock.release();
+    }
+  });
+
   it('a held-back release nobody adopts reaches the nodes when the event loop turns', async () => {
     const prefix = uniquePrefix('unadopted');
     const { replica, lock, remote } = await contended(prefix);
