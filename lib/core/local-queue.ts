@@ -47,7 +47,8 @@ interface Line {
 /** A released lease waiting for an adopter until the end of the turn. */
 interface Lingering {
   readonly lock: Lock;
-  readonly next: () => Lock;
+  /** The adopter's lock, or `undefined` when too little of the lease is left by now. */
+  readonly next: () => Lock | undefined;
   readonly expire: () => void;
   readonly immediate: NodeJS.Immediate;
   /** When it was released (clock ms). */
@@ -106,15 +107,20 @@ export class LocalQueue {
     }
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const lingering = line.lingering;
-    if (lingering && leaseOf(lingering.lock) === lease) {
-      // Released a moment ago and kept for whoever asked next: it is ours.
+    // Released a moment ago and kept for whoever asked next: it is ours if
+    // we asked for that lease and enough of it is left.
+    const adopted =
+      lingering && leaseOf(lingering.lock) === lease
+        ? lingering.next()
+        : undefined;
+    if (lingering && adopted) {
       line.lingering = undefined;
       clearImmediate(lingering.immediate);
       passTurn(line, lingering.since);
-      return Promise.resolve(lingering.next());
+      return Promise.resolve(adopted);
     }
-    // Another lease: the release goes to the nodes now, and this caller
-    // waits for it like any other.
+    // Not for us: the release goes to the nodes now, and this caller waits
+    // for it like any other.
     if (lingering) this.expire(line, lingering);
     return new Promise((resolve, reject) => {
       const finish = () => {
@@ -212,7 +218,8 @@ export class LocalQueue {
    * Keeps the lease of `lock` (which holds the turn; nobody waits) for a
    * caller of this process that asks for `id` before the event loop turns:
    * a worker that asks again right after its release, in the microtasks
-   * that follow it. That caller gets it as `next` (see `enter`); if nobody
+   * that follow it. That caller gets it as `next` (see `enter`), unless
+   * `next` finds too little of the lease left by then; if nobody
    * asks, `expire` runs at the end of the turn (then the lock goes through
    * Redis). Counts toward the same streak, bounded alike, as `handOver`.
    * Returns whether it kept the lease.
@@ -222,7 +229,7 @@ export class LocalQueue {
     lock: Lock,
     maxStreak: number,
     now: number,
-    next: () => Lock,
+    next: () => Lock | undefined,
     expire: () => void,
   ): boolean {
     const line = this.lines.get(id);

@@ -1063,7 +1063,8 @@ export class Redlock implements LockOperations {
       lock,
       this.localHandoff,
       this.clock.now(),
-      () => this.successor(lock),
+      // Asked for later in the turn, after synchronous work: still worth it?
+      () => (this.halfLeft(lock) ? this.successor(lock) : undefined),
       () => {
         const released = this.releaseOnNodes(lock, line, false);
         this.deferred.add(released);
@@ -1099,8 +1100,14 @@ export class Redlock implements LockOperations {
     return (
       this.localHandoff > 0 &&
       !lock.fencingTokens &&
-      lock.remaining() >= lock.ttl / 2
+      !lock.isLost &&
+      this.halfLeft(lock)
     );
+  }
+
+  /** At least half of `lock`'s lease is left: a lease passed on must be worth taking. */
+  private halfLeft(lock: Lock): boolean {
+    return lock.deadline - this.clock.now() >= lock.ttl / 2;
   }
 
   /**

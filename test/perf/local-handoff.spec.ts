@@ -260,6 +260,24 @@ describe('in-process handoff', () => {
     await remoteLock.release();
   });
 
+  it('a held-back lease asked for after long synchronous work, with less than half of it left, is not adopted', async () => {
+    const prefix = uniquePrefix('late-adopter');
+    const { replica, lock, remote } = await contended(prefix, { ttl: 2000 });
+    expect((await lock.release()).deferred).toBe(true);
+    // The same turn, but 1.1 s later: under 900 ms of the 2 s lease left.
+    const until = Date.now() + 1100;
+    while (Date.now() < until);
+    const again = replica.acquire('sku', SLOW_RETRY);
+    // Sent to the nodes instead: the other process's waiter is served first.
+    const remoteLock = await remote;
+    await expectHeldEverywhere(prefix, remoteLock);
+    await remoteLock.release();
+    const next = await again;
+    expect(next.value).not.toBe(lock.value);
+    expect(next.remaining()).toBeGreaterThan(1000);
+    await next.release();
+  });
+
   it('quit() sends a release held back for an adopter', async () => {
     const prefix = uniquePrefix('quit');
     const { replica, lock, remote } = await contended(prefix);
