@@ -153,7 +153,7 @@ export class Redlock implements LockOperations {
   private closed = false;
   /** Acquires talking to the nodes (`quit()` lets them finish first). */
   private readonly active = new Set<Promise<Lock>>();
-  /** Releases held back to the end of a turn and now on their way (see `linger`). */
+  /** Releases that leave late, held back (`linger`) or after a renewal (`renewForNext`): `quit()` waits for them. */
   private readonly deferred = new Set<Promise<ReleaseResult>>();
 
   constructor(private readonly options: RedlockOptions) {
@@ -614,7 +614,8 @@ export class Redlock implements LockOperations {
       }),
     ]);
     clearTimeout(timer);
-    // closeAll() sent the releases held back for an adopter.
+    // closeAll() sent the releases held back for an adopter; a renewal
+    // for a caller closeAll() turned away ends in a release.
     await Promise.allSettled([...this.deferred]);
     // Queue places left for an acquire that will not come now.
     await this.reservations.close();
@@ -890,12 +891,35 @@ export class Redlock implements LockOperations {
         return { released: true, expired: false, handedOver: true, nodes: [] };
       if (this.linger(lock, line))
         return { released: true, expired: false, deferred: true, nodes: [] };
-      if (this.mayRenew(lock, line)) {
-        const renewed = await this.renewForNext(lock, line);
-        if (renewed) return renewed;
-      }
+      if (this.mayRenew(lock, line))
+        return this.awaitedByQuit(this.renewOrRelease(lock, line));
     }
     return this.releaseOnNodes(lock, line, live);
+  }
+
+  /** The renewal for the next caller (see `renewForNext`), or else the release. */
+  private async renewOrRelease(
+    lock: Lock,
+    line: string,
+  ): Promise<ReleaseResult> {
+    return (
+      (await this.renewForNext(lock, line)) ??
+      this.releaseOnNodes(lock, line, true)
+    );
+  }
+
+  /**
+   * A release `quit()` must wait for before it closes the connections: one
+   * that leaves late (held back, or after a renewal) would otherwise meet
+   * closed connections and leave the keys until their lease ends.
+   */
+  private awaitedByQuit(
+    release: Promise<ReleaseResult>,
+  ): Promise<ReleaseResult> {
+    this.deferred.add(release);
+    const settled = () => this.deferred.delete(release);
+    release.then(settled, settled);
+    return release;
   }
 
   /**
@@ -1065,13 +1089,10 @@ export class Redlock implements LockOperations {
       this.clock.now(),
       // Asked for later in the turn, after synchronous work: still worth it?
       () => (this.halfLeft(lock) ? this.successor(lock) : undefined),
-      () => {
-        const released = this.releaseOnNodes(lock, line, false);
-        this.deferred.add(released);
-        void released
-          .then((result) => this.reportDeferred(lock, result))
-          .finally(() => this.deferred.delete(released));
-      },
+      () =>
+        void this.awaitedByQuit(this.releaseOnNodes(lock, line, false)).then(
+          (result) => this.reportDeferred(lock, result),
+        ),
     );
   }
 

@@ -131,6 +131,29 @@ describe('renewal at the end of a handoff streak', () => {
     await next.release();
   });
 
+  it('quit() right after a release that asked for a renewal waits for it, then releases on the nodes', async () => {
+    const prefix = uniquePrefix('renew-quit');
+    const redlock = make(prefix, { localHandoff: 1 });
+    const first = await redlock.acquire('sku');
+    const [next, last] = queue(redlock, 2);
+    const lastOutcome = last.catch((error: Error) => error);
+    await sleep(50);
+    expect(how(await first.release())).toBe('handed');
+    const current = await next;
+    // The streak ends: the renewal leaves, and quit() runs in the same turn
+    // (the caller it was for is told the instance is closing).
+    const releasing = current.release();
+    await redlock.quit();
+    expect(await lastOutcome).toMatchObject({ reason: 'closed' });
+    const result = await releasing;
+    expect(how(result)).toBe('nodes');
+    expect(result.released).toBe(true);
+    // Nothing left on the nodes for a renewed lease to keep.
+    expect(
+      await Promise.all(admin.map((c) => c.exists(`${prefix}sku`))),
+    ).toEqual(servers.map(() => 0));
+  });
+
   it('localHandoff 0 turns the renewal off too: the next caller acquires through the nodes', async () => {
     const prefix = uniquePrefix('off');
     const redlock = make(prefix, { localHandoff: 0 });
