@@ -20,6 +20,13 @@ export const LOCAL_HANDOFF_WINDOW_MS = BARGE_WINDOW_MS;
  */
 export const MAX_RENEWALS = 3;
 
+/**
+ * Lines alive before a new one makes the queue look for lines of locks
+ * that ran out without a release (see `sweep`); then twice as many as are
+ * left, so the search costs each new line a constant share.
+ */
+export const LINES_BEFORE_SWEEP = 1000;
+
 interface Turn {
   /** The lease the caller asks for (ms): only a lock with that lease is handed to it. */
   readonly lease: number;
@@ -61,10 +68,12 @@ interface Lingering {
  * others wait in-process, so a hundred waiters in one replica cost the nodes
  * what one costs. The turn passes when its caller gives up, or its lock is
  * released, lost, or runs out of validity. A line exists only while someone
- * holds or waits: no per-resource state outlives its lock.
+ * holds or waits: no per-resource state outlives its lock (a lock left to
+ * expire unreleased keeps its line until the next `sweep`).
  */
 export class LocalQueue {
   private readonly lines = new Map<string, Line>();
+  private sweepAt = LINES_BEFORE_SWEEP;
 
   /** @internal Lines alive (0 when no lock is held nor awaited). */
   get size(): number {
@@ -97,6 +106,7 @@ export class LocalQueue {
   ): Promise<boolean | Lock> {
     const line = this.lines.get(id);
     if (!line) {
+      if (this.lines.size >= this.sweepAt) this.sweep();
       this.lines.set(id, {
         waiting: [],
         streak: 0,
@@ -266,6 +276,22 @@ export class LocalQueue {
     }
   }
 
+  /**
+   * Ends the lines whose holder's validity ran out without a release and
+   * that nobody waits for: a lock acquired and left to expire (a common way
+   * to run something once per key) would otherwise keep its line, and its
+   * Lock, for good. A line someone waits for is ended by `watchHolder`.
+   */
+  private sweep(): void {
+    for (const [id, line] of this.lines) {
+      if (abandoned(line) && line.waiting.length === 0 && !line.lingering) {
+        vacate(line);
+        this.lines.delete(id);
+      }
+    }
+    this.sweepAt = Math.max(LINES_BEFORE_SWEEP, 2 * this.lines.size);
+  }
+
   private expire(line: Line, lingering: Lingering): void {
     if (line.lingering !== lingering) return;
     line.lingering = undefined;
@@ -320,6 +346,12 @@ function streakEnds(line: Line, maxStreak: number, now: number): boolean {
 function passTurn(line: Line, now: number): void {
   if (line.streak++ === 0) line.streakSince = now;
   vacate(line);
+}
+
+/** The holder's validity ran out and it was never released: nobody will pass its turn on. */
+function abandoned(line: Line): boolean {
+  const holder = line.holder;
+  return holder !== undefined && !holder.isReleased && !holder.isHeld;
 }
 
 /** The line has no holder any more (and stops watching its validity). */

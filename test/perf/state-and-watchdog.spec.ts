@@ -8,6 +8,7 @@ import {
   startServers,
   type RedisServer,
 } from '../../scripts/redis-nodes.mjs';
+import { LINES_BEFORE_SWEEP } from '../../lib/core/local-queue.js';
 import {
   closeAll,
   flushed,
@@ -117,6 +118,37 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
     // 100,000 resources with a retained object each would be over 10 MB.
     expect(grown).toBeLessThan(3 * 1024 * 1024);
   }, 120_000);
+
+  it('a lock left to expire unreleased does not keep its local line for good', async () => {
+    const expiring = new Redlock({
+      clients: servers.map((s) => s.url),
+      keyPrefix: uniquePrefix('expire'),
+      ttl: 300,
+    });
+    try {
+      // Run once per key and let the lock run out: never released.
+      // As many as a new line finds before it looks for run-out ones.
+      const count = LINES_BEFORE_SWEEP;
+      for (let i = 0; i < count; i += 100)
+        await Promise.all(
+          Array.from({ length: 100 }, (_, j) =>
+            expiring.acquire(`job:${i + j}`),
+          ),
+        );
+      expect(expiring.localQueue.size).toBe(count);
+      await new Promise((r) => setTimeout(r, 400));
+      // The next new line finds them run out, and ends them.
+      const next = await expiring.acquire('job:next');
+      expect(expiring.localQueue.size).toBe(1);
+      // A run-out holder's line someone waits for is ended too (watchHolder).
+      const waited = await expiring.acquire('job:0', { waitTimeout: 1000 });
+      expect(waited.value).not.toBe(next.value);
+      await Promise.all([next.release(), waited.release()]);
+      expect(expiring.localQueue.size).toBe(0);
+    } finally {
+      await expiring.quit();
+    }
+  });
 
   it('keeps 2,000 locks alive with one pipeline per node per tick', async () => {
     const ttl = 1200;
