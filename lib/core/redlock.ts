@@ -27,6 +27,7 @@ import {
 import { nodeBit, ReleaseListener } from './release-listener.js';
 import { Reservations, type Reservation } from './reservations.js';
 import { normalizeResources } from './resources.js';
+import { checkRunOptions, checkWatchdogOptions } from './run-options.js';
 import {
   ACQUIRE_SCRIPT,
   acquireReply,
@@ -524,6 +525,7 @@ export class Redlock implements LockOperations {
     fn: (lock: Lock) => T | Promise<T>,
     options?: RunOptions,
   ): Promise<T> {
+    checkRunOptions(options);
     const lock = await this.acquire(resources, options);
     return this.hold(lock, fn, options);
   }
@@ -534,6 +536,7 @@ export class Redlock implements LockOperations {
     fn: (lock: Lock) => T | Promise<T>,
     options?: RunOptions,
   ): Promise<T> {
+    checkRunOptions(options);
     const stopWatchdog = this.keepAlive.watch(lock, {
       maxHold: options?.maxHold,
       onLost: (error) => this.logger.warn(error.message),
@@ -564,6 +567,7 @@ export class Redlock implements LockOperations {
    * `lock.signal` aborts and `onLost` is called once.
    */
   watch(lock: Lock, options?: WatchdogOptions): () => void {
+    checkWatchdogOptions(options);
     return this.keepAlive.watch(lock, options);
   }
 

@@ -79,12 +79,8 @@ export function requirePositive(
   field: string,
   value: unknown,
 ): asserts value is number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new RedlockConfigError(
-      field,
-      `must be a finite number > 0 (ms), got ${show(value)}`,
-    );
-  }
+  const problem = durationProblem(value, 'positive');
+  if (problem) throw new RedlockConfigError(field, problem);
 }
 
 /** Throws unless `value` is a finite number >= 0. */
@@ -92,12 +88,33 @@ export function requireNonNegative(
   field: string,
   value: unknown,
 ): asserts value is number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new RedlockConfigError(
-      field,
-      `must be a finite number >= 0 (ms), got ${show(value)}`,
-    );
-  }
+  const problem = durationProblem(value, 'non-negative');
+  if (problem) throw new RedlockConfigError(field, problem);
+}
+
+/**
+ * The longest duration an option may give, in ms (about 24.8 days): Node's
+ * timers run a longer delay after 1 ms, so a "wait forever" such as
+ * `Number.MAX_SAFE_INTEGER` would give up at once.
+ */
+export const MAX_DURATION_MS = 2_147_483_647;
+
+/** What is wrong with `value` as a duration in ms, or `undefined`. */
+export function durationProblem(
+  value: unknown,
+  kind: 'positive' | 'non-negative',
+): string | undefined {
+  const above = kind === 'positive' ? '> 0' : '>= 0';
+  if (
+    typeof value !== 'number' ||
+    !Number.isFinite(value) ||
+    value < 0 ||
+    (value === 0 && kind === 'positive')
+  )
+    return `must be a finite number ${above} (ms), got ${show(value)}`;
+  if (value > MAX_DURATION_MS)
+    return `must be at most ${MAX_DURATION_MS} ms (about 24.8 days, the longest timer Node sets), got ${show(value)}`;
+  return undefined;
 }
 
 /** A short, safe rendering of a bad value for error messages. */

@@ -1,5 +1,5 @@
 import type { RunOptions } from '../core/redlock-options.js';
-import { show } from '../core/timing.js';
+import { durationProblem, show } from '../core/timing.js';
 import type { LockedOptions } from '../interfaces/locked-options.interface.js';
 
 const POSITIVE = ['ttl', 'nodeTimeout', 'maxHold'] as const;
@@ -27,25 +27,14 @@ export function checkLockedOptions(options: unknown): string[] {
       problems.push(
         `options.${field} is not an option (known: ${[...KNOWN].join(', ')})`,
       );
-  for (const field of POSITIVE) {
-    const v = o[field];
-    if (
-      v !== undefined &&
-      !(typeof v === 'number' && Number.isFinite(v) && v > 0)
-    )
-      problems.push(
-        `options.${field} must be a finite number > 0 (ms), got ${show(v)}`,
-      );
-  }
-  for (const field of NON_NEGATIVE) {
-    const v = o[field];
-    if (
-      v !== undefined &&
-      !(typeof v === 'number' && Number.isFinite(v) && v >= 0)
-    )
-      problems.push(
-        `options.${field} must be a finite number >= 0 (ms), got ${show(v)}`,
-      );
+  const durations = [
+    ...POSITIVE.map((field) => [field, 'positive'] as const),
+    ...NON_NEGATIVE.map((field) => [field, 'non-negative'] as const),
+  ];
+  for (const [field, kind] of durations) {
+    const problem =
+      o[field] === undefined ? undefined : durationProblem(o[field], kind);
+    if (problem) problems.push(`options.${field} ${problem}`);
   }
   for (const [field, allowed] of Object.entries(CHOICES)) {
     const v = o[field];

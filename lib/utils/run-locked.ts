@@ -2,6 +2,7 @@ import type { Lock } from '../core/lock.js';
 import type { Redlock } from '../core/redlock.js';
 import type { RunOptions } from '../core/redlock-options.js';
 import { normalizeResources } from '../core/resources.js';
+import { checkRunOptions } from '../core/run-options.js';
 import type { LockLostError } from '../errors/lock-lost.error.js';
 import { isRedlockError } from '../errors/redlock.error.js';
 import { heldBy, lockContext, type LockFrame } from './async-context.js';
@@ -25,6 +26,7 @@ export async function runLocked<T>(
   skip = false,
 ): Promise<T | typeof SKIPPED> {
   const names = normalizeResources(resources);
+  checkRunOptions(options);
   const held = heldBy(redlock, names);
   const joined = [...new Set(held.values())];
   const ignoreLoss = options?.onLockLost === 'ignore';

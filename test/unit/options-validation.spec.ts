@@ -1,6 +1,12 @@
 import { afterAll, describe, expect, it, jest } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { Redlock, RedlockConfigError } from 'nestjs-redlock';
+import {
+  LockService,
+  Redlock,
+  RedlockConfigError,
+  type Lock,
+} from 'nestjs-redlock';
+import { checkLockedOptions } from '../../lib/utils/locked-options.js';
 
 // Clients that never connect: option and argument validation must fail
 // before any Redis call, so no server is needed here.
@@ -39,6 +45,11 @@ describe('module options validation', () => {
     ['quorum larger than N', { clients: three, quorum: 4 }, 'quorum'],
     ['quorum not an integer', { clients: three, quorum: 2.5 }, 'quorum'],
     ['waitTimeout < 0', { clients: three, waitTimeout: -1 }, 'waitTimeout'],
+    [
+      'waitTimeout beyond a timer (2^31 ms)',
+      { clients: three, waitTimeout: Number.MAX_SAFE_INTEGER },
+      'waitTimeout',
+    ],
     ['retryDelay NaN', { clients: three, retryDelay: NaN }, 'retryDelay'],
     ['retryJitter < 0', { clients: three, retryJitter: -1 }, 'retryJitter'],
     [
@@ -142,12 +153,49 @@ describe('per-call argument validation (before any Redis call)', () => {
     [{ ttl: 0 }, 'options.ttl'],
     [{ ttl: NaN }, 'options.ttl'],
     [{ waitTimeout: -1 }, 'options.waitTimeout'],
+    [{ waitTimeout: 2 ** 31 }, 'options.waitTimeout'],
     [{ nodeTimeout: 20_000 }, 'options.nodeTimeout'],
   ])('tryAcquire rejects bad options %j, naming %s', async (options, field) => {
     const error = await redlock
       .tryAcquire('r', options)
       .catch((e: unknown) => e);
     expect((error as RedlockConfigError).field).toBe(field);
+  });
+
+  it.each([
+    [{ maxHold: 0 }, 'options.maxHold'],
+    [{ maxHold: 2 ** 31 }, 'options.maxHold'],
+    [{ maxHold: '5s' }, 'options.maxHold'],
+    [{ onLockLost: 'thro' }, 'options.onLockLost'],
+  ])(
+    'using rejects bad watchdog options %j before acquiring, naming %s',
+    async (options, field) => {
+      let ran = false;
+      // An acquire would fail as unreachable (no server): the options fail first.
+      const error = await redlock
+        .using('r', () => (ran = true), options as never)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RedlockConfigError);
+      expect((error as RedlockConfigError).field).toBe(field);
+      expect(ran).toBe(false);
+    },
+  );
+
+  it('LockService.run rejects bad watchdog options before acquiring', async () => {
+    const error = await new LockService(redlock)
+      .run('r', () => undefined, { onLockLost: 'never' } as never)
+      .catch((e: unknown) => e);
+    expect((error as RedlockConfigError).field).toBe('options.onLockLost');
+  });
+
+  it('watch rejects a maxHold that is not a duration and an onLost that is not a function', () => {
+    const lock = {} as Lock;
+    expect(configError(() => redlock.watch(lock, { maxHold: -1 })).field).toBe(
+      'options.maxHold',
+    );
+    expect(
+      configError(() => redlock.watch(lock, { onLost: 'log' } as never)).field,
+    ).toBe('options.onLost');
   });
 
   it('names options.ttl when a call shortens the lease below the module nodeTimeout', () => {
@@ -159,5 +207,16 @@ describe('per-call argument validation (before any Redis call)', () => {
     expect(
       configError(() => withTimeout.resolveTiming({ ttl: 40 })).field,
     ).toBe('options.ttl');
+  });
+});
+
+describe('@Locked options (checked at bootstrap)', () => {
+  it('rejects durations beyond a timer, naming the field', () => {
+    expect(checkLockedOptions({ waitTimeout: 2 ** 31, ttl: 1000 })).toEqual([
+      expect.stringMatching(
+        /^options\.waitTimeout must be at most 2147483647 ms/,
+      ),
+    ]);
+    expect(checkLockedOptions({ maxHold: 2 ** 31 - 1 })).toEqual([]);
   });
 });

@@ -1,0 +1,44 @@
+import { RedlockConfigError } from '../errors/redlock-config.error.js';
+import type { WatchdogOptions } from './keep-alive.js';
+import type { RunOptions } from './redlock-options.js';
+import { requirePositive, show } from './timing.js';
+
+/**
+ * Checks the options of `watch()`, naming the field: a `maxHold` that is
+ * not a duration would end the hold at once or never.
+ */
+export function checkWatchdogOptions(
+  options: WatchdogOptions | undefined,
+  prefix = 'options.',
+): void {
+  if (options?.maxHold !== undefined)
+    requirePositive(`${prefix}maxHold`, options.maxHold);
+  const onLost: unknown = options?.onLost;
+  if (onLost !== undefined && typeof onLost !== 'function')
+    throw new RedlockConfigError(
+      `${prefix}onLost`,
+      `must be a function, got ${show(onLost)}`,
+    );
+}
+
+/**
+ * Checks the options of `using()` / `run()` that the acquire does not read
+ * (`maxHold`, `onLockLost`), so that bad ones fail before anything is
+ * acquired: a misspelt `onLockLost` would otherwise mean `'ignore'`.
+ */
+export function checkRunOptions(
+  options: RunOptions | undefined,
+  prefix = 'options.',
+): void {
+  checkWatchdogOptions({ maxHold: options?.maxHold }, prefix);
+  const onLockLost: unknown = options?.onLockLost;
+  if (
+    onLockLost !== undefined &&
+    onLockLost !== 'throw' &&
+    onLockLost !== 'ignore'
+  )
+    throw new RedlockConfigError(
+      `${prefix}onLockLost`,
+      `must be 'throw' or 'ignore', got ${show(onLockLost)}`,
+    );
+}
