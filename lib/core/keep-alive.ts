@@ -30,6 +30,8 @@ interface Watched {
   /** When the current lease started (the last extension's send time). */
   since: number;
   busy: boolean;
+  /** Stops watching it (what `watch` returns). */
+  stop: () => void;
 }
 
 /**
@@ -55,9 +57,24 @@ export class KeepAlive {
     return this.watched.size;
   }
 
-  /** Starts keeping `lock` alive; the returned function stops it. */
+  /**
+   * Starts keeping `lock` alive; the returned function stops it. A lock
+   * released without stopping is dropped at the next tick; a released lock
+   * is not watched, and a lost one gets `onLost` at once.
+   */
   watch(lock: Lock, options: WatchdogOptions = {}): () => void {
+    const unwatched = () => undefined;
+    if (lock.isReleased) return unwatched;
+    if (lock.isLost) {
+      // Its signal aborted already: no abort event will tell us.
+      options.onLost?.(lock.signal.reason as LockLostError);
+      return unwatched;
+    }
     const now = this.extender.now();
+    const lost = () => {
+      if (!this.watched.delete(entry)) return;
+      options.onLost?.(lock.signal.reason as LockLostError);
+    };
     const entry: Watched = {
       lock,
       options,
@@ -65,19 +82,16 @@ export class KeepAlive {
         options.maxHold !== undefined ? now + options.maxHold : undefined,
       since: now,
       busy: false,
+      stop: () => {
+        this.watched.delete(entry);
+        lock.signal.removeEventListener('abort', lost);
+        if (this.watched.size === 0) this.disarm();
+      },
     };
     this.watched.add(entry);
-    const lost = () => {
-      if (!this.watched.delete(entry)) return;
-      options.onLost?.(lock.signal.reason as LockLostError);
-    };
     lock.signal.addEventListener('abort', lost, { once: true });
     this.arm(this.dueAt(entry));
-    return () => {
-      this.watched.delete(entry);
-      lock.signal.removeEventListener('abort', lost);
-      if (this.watched.size === 0) this.disarm();
-    };
+    return entry.stop;
   }
 
   /** Stops watching everything (on quit). */
@@ -115,6 +129,12 @@ export class KeepAlive {
     const batch: Watched[] = [];
     for (const entry of this.watched) {
       if (entry.busy) continue;
+      // Released without calling stop (a lock watched by hand): done with
+      // it, and it was not lost (maxHold must not mark it so).
+      if (entry.lock.isReleased) {
+        entry.stop();
+        continue;
+      }
       if (entry.holdUntil !== undefined && now >= entry.holdUntil) {
         entry.lock.markLost(
           `maxHold (${entry.options.maxHold} ms) was reached`,

@@ -150,6 +150,29 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
     }
   });
 
+  it('a lock watched by hand and released without stopping the watch is dropped, not reported lost', async () => {
+    const lost: unknown[] = [];
+    const lock = await redlock.acquire('watched-by-hand', { ttl: 600 });
+    // Never stopped: the release alone must end the watch.
+    redlock.watch(lock, { maxHold: 300, onLost: (e) => lost.push(e) });
+    expect(redlock.keepAlive.size).toBe(1);
+    await lock.release();
+    // Past a tick (a third of the lease) and past maxHold.
+    await new Promise((r) => setTimeout(r, 700));
+    expect(redlock.keepAlive.size).toBe(0);
+    expect(lost).toEqual([]);
+    expect(lock.isLost).toBe(false);
+    // Watching a released lock does nothing; a lost one is reported at once.
+    redlock.watch(lock);
+    expect(redlock.keepAlive.size).toBe(0);
+    const gone = await redlock.acquire('watched-lost');
+    gone.markLost('test');
+    redlock.watch(gone, { onLost: (e) => lost.push(e) });
+    expect(lost).toEqual([gone.signal.reason]);
+    expect(redlock.keepAlive.size).toBe(0);
+    await gone.release();
+  });
+
   it('keeps 2,000 locks alive with one pipeline per node per tick', async () => {
     const ttl = 1200;
     const count = 2000;
