@@ -204,6 +204,35 @@ describe('wake on release, local queue', () => {
     }
   });
 
+  it('a queued member whose expiry entry is gone (evicted, deleted) is dropped, not given the key', async () => {
+    const { prefix, waiter, held, pending } = await holdAndQueue(
+      'orphan',
+      'sku:o',
+    );
+    const key = `${prefix}sku:o`;
+    const queue = `${waiter.metaPrefix}q:${key}`;
+    // A member ahead of the waiter with no entry in the expiry set: what
+    // maxmemory eviction of that key alone leaves behind. It never leaves
+    // by expiry, and would be given the key at every release.
+    const [, ahead] = await admin[0].zrange(queue, '0', '0', 'WITHSCORES');
+    await Promise.all(
+      admin.map((c) =>
+        c.zadd(queue, Number(ahead) - 1, 'dead deadvalue 10000'),
+      ),
+    );
+    await held.release();
+    const lock = await pending;
+    expect(await Promise.all(admin.map((c) => c.get(key)))).toEqual(
+      servers.map(() => lock.value),
+    );
+    expect(
+      await Promise.all(
+        admin.map((c) => c.zscore(queue, 'dead deadvalue 10000')),
+      ),
+    ).toEqual(servers.map(() => null));
+    await lock.release();
+  });
+
   it('a multi-resource waiter is told, not given its keys: it asks once more', async () => {
     const { waiter, holder, held, pending } = await holdAndQueue('told', [
       'a',

@@ -47,8 +47,15 @@ local function nextWaiter(meta, key)
     end
     redis.call('ZREMRANGEBYSCORE', e, '-inf', clock())
   end
-  local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
-  return head[1], head[2]
+  -- A member with no expiry (its t: entry evicted or deleted apart from
+  -- q:) would never leave, and be given the key at every release: gone.
+  while true do
+    local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+    if not head[1] or redis.call('ZSCORE', e, head[1]) then
+      return head[1], head[2]
+    end
+    redis.call('ZREM', q, head[1])
+  end
 end
 local function enqueue(meta, key, member, arrival, life)
   local q = meta .. 'q:' .. key
