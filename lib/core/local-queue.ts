@@ -116,22 +116,10 @@ export class LocalQueue {
       return Promise.resolve(true);
     }
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
-    const lingering = line.lingering;
-    // Released a moment ago and kept for whoever asked next: it is ours if
-    // we asked for that lease and enough of it is left.
-    const adopted =
-      lingering && leaseOf(lingering.lock) === lease
-        ? lingering.next()
-        : undefined;
-    if (lingering && adopted) {
-      line.lingering = undefined;
-      clearImmediate(lingering.immediate);
-      passTurn(line, lingering.since);
-      return Promise.resolve(adopted);
-    }
-    // Not for us: the release goes to the nodes now, and this caller waits
-    // for it like any other.
-    if (lingering) this.expire(line, lingering);
+    const adopted = this.adopt(line, lease);
+    if (adopted) return Promise.resolve(adopted);
+    // Otherwise a lingering release went to the nodes, and this caller
+    // waits for it like any other.
     return new Promise((resolve, reject) => {
       const finish = () => {
         clearTimeout(timer);
@@ -155,6 +143,33 @@ export class LocalQueue {
       line.waiting.push(turn);
       this.watchHolder(id, line);
     });
+  }
+
+  /**
+   * The lease released a moment ago on `id` and kept for whoever asks next
+   * (see `linger`), for a caller that does not queue (`tryAcquire`): the
+   * lock if it asked for that lease and enough of it is left (then `hold`
+   * follows); otherwise that release goes to the nodes now, ahead of the
+   * caller's own request on each connection.
+   */
+  takeLingering(id: string, lease: number): Lock | undefined {
+    const line = this.lines.get(id);
+    return line && this.adopt(line, lease);
+  }
+
+  private adopt(line: Line, lease: number): Lock | undefined {
+    const lingering = line.lingering;
+    if (!lingering) return undefined;
+    const adopted =
+      leaseOf(lingering.lock) === lease ? lingering.next() : undefined;
+    if (!adopted) {
+      this.expire(line, lingering);
+      return undefined;
+    }
+    line.lingering = undefined;
+    clearImmediate(lingering.immediate);
+    passTurn(line, lingering.since);
+    return adopted;
   }
 
   /** The caller whose turn it is now holds `lock`; the turn passes when it is lost. */

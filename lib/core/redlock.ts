@@ -507,6 +507,15 @@ export class Redlock implements LockOperations {
     const timing = this.resolveTiming(options);
     const keys = names.map((r) => this.keyOf(r));
     const fencing = this.resolveFencing(options);
+    // A release of this process held back for whoever asks next: ours, as
+    // for acquire() (the key is still on the nodes, so an attempt would
+    // find it busy).
+    const line = localLine(keys, fencing);
+    const adopted = this.localQueue.takeLingering(line, Math.ceil(timing.ttl));
+    if (adopted) {
+      this.localQueue.hold(line, adopted);
+      return adopted;
+    }
     const value = randomValue();
     const result = await this.attempt(names, keys, value, timing, fencing);
     if (result.lock) return result.lock;

@@ -260,6 +260,24 @@ describe('in-process handoff', () => {
     await remoteLock.release();
   });
 
+  it('tryAcquire right after a held-back release takes the lease too, instead of finding the key busy', async () => {
+    const prefix = uniquePrefix('try-again');
+    const { replica, lock, remote, got } = await contended(prefix);
+    const before = await scriptCalls(admin);
+    expect((await lock.release()).deferred).toBe(true);
+    const again = await replica.tryAcquire('sku');
+    expect(again?.value).toBe(lock.value);
+    expect(again?.validUntil).toBe(lock.validUntil);
+    await sleep(50);
+    expect((await scriptCalls(admin)) - before).toBe(0);
+    expect(got()).toBeUndefined();
+    // It holds the line like any holder: its release goes on as usual.
+    await again?.release();
+    const remoteLock = await remote;
+    await expectHeldEverywhere(prefix, remoteLock);
+    await remoteLock.release();
+  });
+
   it('a held-back lease asked for after long synchronous work, with less than half of it left, is not adopted', async () => {
     const prefix = uniquePrefix('late-adopter');
     const { replica, lock, remote } = await contended(prefix, { ttl: 2000 });
