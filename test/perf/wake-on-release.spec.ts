@@ -8,6 +8,7 @@ import {
   uniquePrefix,
 } from '../utils/nodes.js';
 import { ownNodes } from '../utils/own-nodes.js';
+import { ACQUIRE_SCRIPT } from '../../lib/core/scripts/index.js';
 
 // Waiters wake on a release message; a lost message still ends in a grant
 // within the holder's lease. Own servers: the test kills pub/sub
@@ -231,6 +232,34 @@ describe('wake on release, local queue', () => {
       ),
     ).toEqual(servers.map(() => null));
     await lock.release();
+  });
+
+  it("a key already holding the caller's value is granted to it even when another waiter has queued long", async () => {
+    // A key given to a waiter whose place on that node has meanwhile
+    // expired: its next attempt must take it (and renew it), not be told
+    // "busy" because someone else now heads the queue.
+    const node = admin[0];
+    const key = `${uniquePrefix('ours')}sku`;
+    const meta = 'ours-meta:';
+    const [seconds, micros] = await node.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    await node.set(key, 'mine', 'PX', 3000);
+    const head = 'h1 theirs 10000';
+    await node.zadd(`${meta}q:${key}`, now - 400, head);
+    await node.zadd(`${meta}t:${key}`, now + 5000, head);
+    const reply = await node.eval(
+      ACQUIRE_SCRIPT.source,
+      1,
+      key,
+      'mine',
+      10_000,
+      0,
+      meta,
+      `650 ${now} h2 mine 10000`,
+    );
+    expect(reply).toBe(1);
+    expect(await node.pttl(key)).toBeGreaterThan(3000);
+    await node.del(key, `${meta}q:${key}`, `${meta}t:${key}`);
   });
 
   it('a multi-resource waiter is told, not given its keys: it asks once more', async () => {

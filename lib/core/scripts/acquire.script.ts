@@ -83,15 +83,18 @@ local function refuse(key, pttl)
   if pttl < 0 then return -1 end
   return -2 - pttl
 end
+local ours = {}
 for i = 1, n do
   local current = redis.call('GET', KEYS[i])
   if current and current ~= ARGV[1] then
     return refuse(KEYS[i], redis.call('PTTL', KEYS[i]))
   end
+  ours[i] = current == ARGV[1]
 end
 for i = 1, n do
   local q = meta .. 'q:' .. KEYS[i]
-  if redis.call('EXISTS', q) == 1
+  -- A key holding our value (given to us) is ours whoever is queued.
+  if not ours[i] and redis.call('EXISTS', q) == 1
       and not (member and redis.call('ZSCORE', q, member)) then
     local head, since = nextWaiter(meta, KEYS[i])
     if head and clock() - tonumber(since) >= ${BARGE_WINDOW_MS} then
