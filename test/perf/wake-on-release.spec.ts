@@ -234,6 +234,31 @@ describe('wake on release, local queue', () => {
     await lock.release();
   });
 
+  it('a waiter that gives up while the key is free hands it to the next waiter, long before its fallback retry', async () => {
+    const prefix = uniquePrefix('leave-free');
+    const holder = make({ keyPrefix: prefix });
+    const blocker = make({ keyPrefix: prefix });
+    const told = make({ keyPrefix: prefix });
+    const next = make({ keyPrefix: prefix });
+    const a = await holder.acquire('a', { ttl: 20_000 });
+    const b = await blocker.acquire('b', { ttl: 20_000 });
+    const start = Date.now();
+    // First in line for 'a', but it needs 'b' too: told when 'a' is
+    // released, refused on 'b', and it gives up with 'a' free.
+    const first = told
+      .acquire(['a', 'b'], { ...SLOW_RETRY, waitTimeout: 800 })
+      .catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    const second = next.acquire('a', SLOW_RETRY);
+    await new Promise((r) => setTimeout(r, 100));
+    await a.release();
+    expect(await first).toMatchObject({ name: 'LockNotAcquiredError' });
+    const lock = await second;
+    // Not its fallback retry (5 s after it asked).
+    expect(Date.now() - start).toBeLessThan(3000);
+    await Promise.all([lock.release(), b.release()]);
+  });
+
   it("a key already holding the caller's value is granted to it even when another waiter has queued long", async () => {
     // A key given to a waiter whose place on that node has meanwhile
     // expired: its next attempt must take it (and renew it), not be told

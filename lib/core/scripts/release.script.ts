@@ -31,8 +31,10 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  * goes to the longest-waiting live waiter (given outright, or that waiter
  * is told to ask), on `<meta>w:<its listener id>`, a channel only its
  * process listens to (a broadcast would wake every waiting process for
- * every release). Without waiters nothing is written or published: an
- * uncontended release is a compare-and-delete plus a look for a queue.
+ * every release). So does a free key when a waiter leaves its queue (it
+ * gave up), as nobody else would tell the next one. Without waiters
+ * nothing is written or published: an uncontended release is a
+ * compare-and-delete plus a look for a queue.
  *
  * A failed attempt's take-back leaves a key that a release gave to the
  * caller (`g:<key>`): the caller counts that node from the message,
@@ -85,6 +87,12 @@ for i = 1, #KEYS do
         end
       end
     end
+  elseif queued and leave and redis.call('EXISTS', key) == 0 then
+    -- A waiter leaving (it gave up, or was told and went away) while the
+    -- key is free: the next one would hear of it only at its fallback
+    -- retry, and newcomers are kept out meanwhile.
+    local waiter = nextWaiter(meta, key)
+    if waiter then handTo(meta, key, waiter) end
   end
 end
 return deleted * 2 + reserved
