@@ -287,6 +287,35 @@ describe('wake on release, local queue', () => {
     await node.del(key, `${meta}q:${key}`, `${meta}t:${key}`);
   });
 
+  it('a waiter granted on a node keeps its place there alive, as on the nodes that refuse it', async () => {
+    const node = admin[0];
+    const key = `${uniquePrefix('place')}sku`;
+    const meta = 'place-meta:';
+    const [seconds, micros] = await node.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    // Queued since a while, its place about to lapse; the key is free here.
+    const me = 'w1 mine 10000';
+    await node.zadd(`${meta}q:${key}`, now - 400, me);
+    await node.zadd(`${meta}t:${key}`, now + 100, me);
+    const reply = await node.eval(
+      ACQUIRE_SCRIPT.source,
+      1,
+      key,
+      'mine',
+      10_000,
+      0,
+      meta,
+      `650 ${now - 400} ${me}`,
+    );
+    expect(reply).toBe(1);
+    // Same rank (arrival), renewed life.
+    expect(Number(await node.zscore(`${meta}q:${key}`, me))).toBe(now - 400);
+    expect(
+      Number(await node.zscore(`${meta}t:${key}`, me)),
+    ).toBeGreaterThanOrEqual(now + 600);
+    await node.del(key, `${meta}q:${key}`, `${meta}t:${key}`);
+  });
+
   it('a multi-resource waiter is told, not given its keys: it asks once more', async () => {
     const { waiter, holder, held, pending } = await holdAndQueue('told', [
       'a',

@@ -105,6 +105,17 @@ end
 for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
 end
+-- Granted here, but the attempt may fail elsewhere and try again: a place
+-- the caller holds lives on as on the nodes that refused it, or it would
+-- lapse here and come back later, behind waiters every other node ranks
+-- after it (nodes naming different waiters split their votes).
+if life then
+  for i = 1, n do
+    if redis.call('ZSCORE', meta .. 'q:' .. KEYS[i], member) then
+      enqueue(meta, KEYS[i], member, arrival, tonumber(life))
+    end
+  end
+end
 if n == #KEYS then return 1 end
 local reply = {1, 0}
 for i = 1, n do
