@@ -33,16 +33,23 @@ export async function runLocked<T>(
   const lostBefore = joined.find((f) => f.lock.signal.aborted);
   if (lostBefore && !ignoreLoss) throw lostBefore.lock.signal.reason;
   const rest = names.filter((r) => !held.has(r));
+  // Joined from now, before the acquire below may wait: an enclosing call
+  // that returns meanwhile must keep its lock for us, not release it and
+  // let us run on a resource someone else may then hold.
+  for (const f of joined) f.joined++;
+  const leave = () => {
+    for (const f of joined) if (--f.joined === 0) f.drained?.();
+  };
   let lock: Lock | undefined;
   if (rest.length > 0) {
     try {
       lock = await redlock.acquire(rest, options);
     } catch (error) {
+      leave();
       if (skip && isRedlockError(error, 'LockNotAcquiredError')) return SKIPPED;
       throw error;
     }
   }
-  for (const f of joined) f.joined++;
   let outcome: PromiseSettledResult<T>;
   try {
     const value = lock
@@ -56,7 +63,7 @@ export async function runLocked<T>(
   } catch (error) {
     outcome = { status: 'rejected', reason: error };
   } finally {
-    for (const f of joined) if (--f.joined === 0) f.drained?.();
+    leave();
   }
   const lostJoined = joined.find((f) => f.lock.signal.aborted);
   if (lostJoined && !ignoreLoss && !isLockLost(outcome))

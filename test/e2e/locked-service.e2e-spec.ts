@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import {
   LockKeyError,
   LockNotAcquiredError,
+  LockService,
   LockServiceUnavailableError,
   Redlock,
 } from 'nestjs-redlock';
@@ -155,6 +156,30 @@ describe('@Locked on a service method (five real Redis nodes)', () => {
       .filter((i) => i.name === 'inner');
     expect(inner).toHaveLength(2);
     expect(tracker.maxActive.get('nest:n2')).toBe(1);
+  });
+
+  it('a nested call not awaited keeps the resources it joined until it is done, even while it waits for others', async () => {
+    const locks = t.app.get(LockService);
+    const blocker = await t.other.acquire('stock:A');
+    let nested: Promise<string> | undefined;
+    let outerDone = false;
+    const outer = locks
+      .run('order:1', () => {
+        // Fire and forget: joins order:1, then waits for stock:A.
+        nested = locks.run(['order:1', 'stock:A'], () => 'ran', {
+          waitTimeout: 5000,
+        });
+      })
+      .then(() => (outerDone = true));
+    await sleep(200);
+    // The outer call returned, but order:1 stays held for the nested one.
+    expect(outerDone).toBe(false);
+    expect(await t.other.tryAcquire('order:1')).toBeNull();
+    await blocker.release();
+    expect(await nested).toBe('ran');
+    await outer;
+    expect(outerDone).toBe(true);
+    expect(await keysLeft('order:1')).toBe(0);
   });
 
   it("skips the method with onNotAcquired: 'skip' when another holder has it", async () => {
