@@ -1,7 +1,7 @@
 import { Observable, type Subscription } from 'rxjs';
 import type { Redlock } from '../core/redlock.js';
 import type { RunOptions } from '../core/redlock-options.js';
-import { runLocked } from './run-locked.js';
+import { runLocked, SKIPPED } from './run-locked.js';
 
 /**
  * An Observable that, per subscription, takes the lock (`resources()` is
@@ -9,7 +9,8 @@ import { runLocked } from './run-locked.js';
  * subscribes to `source()` under it, and keeps it (watchdog running) until
  * the source completes, errors, or the subscriber unsubscribes. The lock is
  * released before completion or error is passed on. With `skip` and the lock
- * not acquired, it completes without subscribing to the source.
+ * not acquired, it emits `undefined` and completes without subscribing to
+ * the source.
  */
 export function lockObservable<T>(
   redlock: Redlock,
@@ -38,8 +39,13 @@ export function lockObservable<T>(
     new Promise<string[]>((resolve) => resolve(resources()))
       .then((names) => runLocked(redlock, names, work, options, skip))
       .then(
-        // A skipped call (SKIPPED) completes without a value, like an empty source.
-        () => subscriber.complete(),
+        (result) => {
+          // A skipped call gives `undefined`, as a skipped Promise method
+          // resolves: completing empty would make Nest's HTTP layer (which
+          // awaits the last value) answer 500.
+          if (result === SKIPPED) subscriber.next(undefined as T);
+          subscriber.complete();
+        },
         (error: unknown) => subscriber.error(error),
       );
     return () => {

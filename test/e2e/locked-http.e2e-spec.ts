@@ -80,6 +80,16 @@ describe('@Locked on controllers over real HTTP', () => {
     await next.release();
   });
 
+  it("an Observable handler skipped with onNotAcquired: 'skip' answers 200 with no body, as a Promise one does", async () => {
+    const held = await t.other.acquire('stream:k1');
+    const skipped = await fetch(`${url}/orders/stream-or-skip/k1`);
+    expect(skipped.status).toBe(200);
+    expect(await skipped.text()).toBe('');
+    await held.release();
+    const served = await fetch(`${url}/orders/stream-or-skip/k1`);
+    expect(await served.text()).toBe('k1:now');
+  });
+
   it('LockInterceptor + @LockKey locks from the request and answers 409 to a concurrent request', async () => {
     const first = fetch(`${url}/orders/intercepted/i1`, { method: 'POST' });
     await sleep(120);
