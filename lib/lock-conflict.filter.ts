@@ -4,6 +4,7 @@ import {
   type ExceptionFilter,
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import { throwError, type Observable } from 'rxjs';
 import { LockNotAcquiredError } from './errors/lock-not-acquired.error.js';
 
 /**
@@ -13,7 +14,10 @@ import { LockNotAcquiredError } from './errors/lock-not-acquired.error.js';
  * set headers. Registered globally by `RedlockModule`; it catches only
  * `LockNotAcquiredError`, so the app's own filters keep handling the rest,
  * and filters bound to a controller or method still take precedence.
- * Outside HTTP (RPC, WebSockets, GraphQL) the error is rethrown unchanged.
+ * Outside HTTP the error goes on unchanged, the way each transport takes
+ * it from a filter: for microservices (RPC) as an Observable that errors
+ * with it (a filter that throws there leaves the client without a reply
+ * until its timeout), elsewhere (GraphQL) rethrown.
  *
  * @publicApi
  */
@@ -21,8 +25,13 @@ import { LockNotAcquiredError } from './errors/lock-not-acquired.error.js';
 export class LockConflictFilter implements ExceptionFilter<LockNotAcquiredError> {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
-  catch(error: LockNotAcquiredError, host: ArgumentsHost): void {
-    if (host.getType() !== 'http') throw error;
+  catch(
+    error: LockNotAcquiredError,
+    host: ArgumentsHost,
+  ): void | Observable<never> {
+    const type = host.getType();
+    if (type === 'rpc') return throwError(() => error);
+    if (type !== 'http') throw error;
     const { httpAdapter } = this.adapterHost;
     const response: unknown = host.switchToHttp().getResponse();
     const retryAfter = Math.max(1, Math.ceil(error.retryAfter / 1000));
