@@ -25,7 +25,11 @@ interface Wrapper {
  * - gives `LockService` to instances Nest did not build from their class
  *   (`useFactory`, `useValue`), which property injection cannot reach;
  * - fails start for a request-scoped or transient provider built by a
- *   factory, whose per-request instances nothing could reach.
+ *   factory if Nest built an instance of it at start, whose per-request
+ *   instances nothing could reach. Usually Nest builds none then, so no
+ *   method is seen here: their calls are refused at run time instead
+ *   (`LockServiceUnavailableError` naming `Class.method`), never run
+ *   unlocked.
  * It never rewraps methods: `@Locked` wrapped them when the class was defined.
  */
 @Injectable()
