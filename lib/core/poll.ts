@@ -79,21 +79,25 @@ export function poll(
     const timer = setTimeout(finish, timeoutMs);
     requests.forEach((request, i) => {
       const node = nodes[i];
-      request.then(
-        (reply) => {
-          const outcome = judge(reply);
-          record(i, { node: node.name, outcome, reply }, outcome);
-        },
-        (error: unknown) => {
-          const message =
-            error instanceof Error ? error.message : String(error);
-          record(
-            i,
-            { node: node.name, outcome: 'error', error: message },
-            'error',
-          );
-        },
-      );
+      const failed = (error: unknown) => {
+        const message = error instanceof Error ? error.message : String(error);
+        record(
+          i,
+          { node: node.name, outcome: 'error', error: message },
+          'error',
+        );
+      };
+      request.then((reply) => {
+        let outcome: 'granted' | 'busy';
+        try {
+          outcome = judge(reply);
+        } catch (error) {
+          // A reply nobody could read counts as a failed node, not as an
+          // unhandled rejection.
+          return failed(error);
+        }
+        record(i, { node: node.name, outcome, reply }, outcome);
+      }, failed);
     });
   });
 }
