@@ -27,8 +27,6 @@ interface Watched {
   readonly lock: Lock;
   readonly options: WatchdogOptions;
   readonly holdUntil?: number;
-  /** When the current lease started (the last extension's send time). */
-  since: number;
   busy: boolean;
   /** Stops watching it (what `watch` returns). */
   stop: () => void;
@@ -36,12 +34,13 @@ interface Watched {
 
 /**
  * The watchdog for every lock `using()` holds in one process, on one timer.
- * Each lock is due for extension a third of its lease after the last one,
- * and may go early, from a sixth on: a tick extends every lock already past
- * its sixth in the same request per node, so 10,000 locks held at once cost
- * a few pipelines per lease, not 10,000 timers each sending its own command.
- * Failure, validity run out, or `maxHold` reached: the lock's signal aborts
- * and `onLost` is called once.
+ * Each lock is due for extension a third into its current lease (read from
+ * the lock, so an extension by hand counts too), and may go early, from a
+ * sixth on: a tick extends every lock already past its sixth in the same
+ * request per node, so 10,000 locks held at once cost a few pipelines per
+ * lease, not 10,000 timers each sending its own command. Failure, validity
+ * run out, or `maxHold` reached: the lock's signal aborts and `onLost` is
+ * called once.
  */
 export class KeepAlive {
   private readonly watched = new Set<Watched>();
@@ -70,7 +69,6 @@ export class KeepAlive {
       options.onLost?.(lock.signal.reason as LockLostError);
       return unwatched;
     }
-    const now = this.extender.now();
     const lost = () => {
       if (!this.watched.delete(entry)) return;
       options.onLost?.(lock.signal.reason as LockLostError);
@@ -79,8 +77,9 @@ export class KeepAlive {
       lock,
       options,
       holdUntil:
-        options.maxHold !== undefined ? now + options.maxHold : undefined,
-      since: now,
+        options.maxHold !== undefined
+          ? this.extender.now() + options.maxHold
+          : undefined,
       busy: false,
       stop: () => {
         this.watched.delete(entry);
@@ -94,14 +93,42 @@ export class KeepAlive {
     return entry.stop;
   }
 
-  /** Stops watching everything (on quit). */
+  /**
+   * `lock` was extended by hand (perhaps with a shorter lease): the next
+   * tick comes early enough for its new lease.
+   */
+  rescheduled(lock: Lock): void {
+    if (this.watched.size > 0) this.arm(leaseStart(lock) + lock.ttl / 3);
+  }
+
+  /**
+   * Stops watching everything (on quit: the connections close, so nothing
+   * can be extended any more). A lock still held ends with its validity:
+   * then its signal aborts and `onLost` is called, as for any other loss.
+   */
   stop(): void {
-    this.watched.clear();
+    const now = this.extender.now();
+    for (const entry of [...this.watched]) {
+      entry.stop();
+      const { lock, options } = entry;
+      const expiry = setTimeout(
+        () => {
+          if (lock.isReleased || lock.isLost) return;
+          options.onLost?.(
+            lock.markLost(
+              'its validity ran out after quit(): nothing extended it any more',
+            ),
+          );
+        },
+        Math.max(0, lock.deadline - now),
+      );
+      expiry.unref();
+    }
     this.disarm();
   }
 
   private dueAt(entry: Watched): number {
-    const due = entry.since + entry.lock.ttl / 3;
+    const due = leaseStart(entry.lock) + entry.lock.ttl / 3;
     return entry.holdUntil === undefined ? due : Math.min(due, entry.holdUntil);
   }
 
@@ -141,17 +168,16 @@ export class KeepAlive {
         );
         continue;
       }
-      if (now >= entry.since + entry.lock.ttl / 6) batch.push(entry);
+      if (now >= leaseStart(entry.lock) + entry.lock.ttl / 6) batch.push(entry);
     }
     if (batch.length) {
       this.ticks++;
       for (const entry of batch) entry.busy = true;
-      const start = this.extender.now();
+      // The others keep their timer while this batch waits for its nodes
+      // (up to half the shortest validity in it when a node hangs).
+      this.rearm();
       await this.extender.extendMany(batch.map((e) => e.lock));
-      for (const entry of batch) {
-        entry.busy = false;
-        entry.since = start;
-      }
+      for (const entry of batch) entry.busy = false;
     }
     this.rearm();
   }
@@ -162,4 +188,13 @@ export class KeepAlive {
       if (!entry.busy) next = Math.min(next, this.dueAt(entry));
     if (next < Infinity) this.arm(next);
   }
+}
+
+/**
+ * When `lock`'s current lease began, on the clock of its deadline: the
+ * deadline counts from the request's send time, less the clock drift, so
+ * this is at or before the send time.
+ */
+function leaseStart(lock: Lock): number {
+  return lock.deadline - lock.ttl;
 }

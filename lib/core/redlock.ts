@@ -797,6 +797,7 @@ export class Redlock implements LockOperations {
       this.clock.now(),
     );
     if (failure) throw new LockExtendError(lock.resources, failure, ballots);
+    this.keepAlive.rescheduled(lock);
   }
 
   /** Until when a lease of `ttl` ms that nodes set after `start` is held, on our clock. */
@@ -850,16 +851,18 @@ export class Redlock implements LockOperations {
       else locks.push(lock);
     }
     if (!locks.length) return;
+    // Each lock's lease as sent, to settle with: an extension by hand that
+    // settles meanwhile changes lock.ttl, not what these requests set.
+    const leases = locks.map((lock) => lock.ttl);
     const chunks: { keys: string[]; args: (string | number)[] }[] = [];
     for (let i = 0; i < locks.length; i += EXTEND_CHUNK) {
-      const part = locks.slice(i, i + EXTEND_CHUNK);
       const keys: string[] = [];
-      const args: (string | number)[] = [part.length];
-      for (const lock of part) {
-        keys.push(...lock.keys);
-        args.push(lock.keys.length, lock.value, Math.ceil(lock.ttl));
+      const args: (string | number)[] = [];
+      for (let j = i; j < Math.min(i + EXTEND_CHUNK, locks.length); j++) {
+        keys.push(...locks[j].keys);
+        args.push(locks[j].keys.length, locks[j].value, Math.ceil(leases[j]));
       }
-      chunks.push({ keys, args });
+      chunks.push({ keys, args: [args.length / 3, ...args] });
     }
     const start = this.clock.now();
     // A big batch takes the node a little longer (1 ms per 100 locks), and
@@ -891,7 +894,7 @@ export class Redlock implements LockOperations {
     const end = this.clock.now();
     locks.forEach((lock, i) => {
       if (!lock.isReleased)
-        this.settleExtension(lock, votes[i], start, lock.ttl, end);
+        this.settleExtension(lock, votes[i], start, leases[i], end);
     });
   }
 

@@ -173,6 +173,86 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
     await gone.release();
   });
 
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it('a lock watched by the watchdog and extended by hand to a shorter lease is extended in time for it', async () => {
+    const lock = await redlock.acquire('shorter', { ttl: 3000 });
+    const stop = redlock.watch(lock);
+    await sleep(100);
+    await lock.extend(600);
+    // The next tick was due a third into the 3 s lease (1 s): past the
+    // 600 ms one. It must come a third into the new lease.
+    await sleep(1100);
+    expect(lock.isLost).toBe(false);
+    expect(lock.remaining()).toBeGreaterThan(0);
+    stop();
+    await lock.release();
+  });
+
+  it('a batch extension settles with the lease it sent, not one an extension by hand set meanwhile', async () => {
+    const lock = await redlock.acquire('race', { ttl: 1500 });
+    servers[1].freeze();
+    servers[2].freeze();
+    try {
+      // Both wait for a frozen node to reach a quorum; every node runs the
+      // hand's 60 s first and the batch's 1.5 s last.
+      const byHand = lock.extend(60_000);
+      const batch = redlock.extendMany([lock]);
+      await sleep(50);
+      servers[1].thaw();
+      servers[2].thaw();
+      await byHand;
+      await batch;
+    } finally {
+      servers[1].thaw();
+      servers[2].thaw();
+    }
+    const pttls = await Promise.all(admin.map((c) => c.pttl(`${prefix}race`)));
+    for (const pttl of pttls) expect(pttl).toBeLessThanOrEqual(1500);
+    expect(lock.remaining()).toBeLessThanOrEqual(1500);
+    await lock.release();
+  });
+
+  it('a batch waiting for a hung node does not hold up the extension of other locks', async () => {
+    const long = await redlock.acquire('slow-batch', { ttl: 6000 });
+    const stopLong = redlock.watch(long);
+    await sleep(1900);
+    const short = await redlock.acquire('quick', { ttl: 1500 });
+    // Not due when the long lock's batch leaves (about 2 s in), which then
+    // waits for the frozen node for up to half its validity (2 s).
+    const stopShort = redlock.watch(short);
+    servers[2].freeze();
+    try {
+      await sleep(1700);
+      // Its lease (1.5 s) would have run out had nobody extended it.
+      expect(short.isLost).toBe(false);
+      expect(short.remaining()).toBeGreaterThan(0);
+    } finally {
+      servers[2].thaw();
+    }
+    stopLong();
+    stopShort();
+    await Promise.all([long.release(), short.release()]);
+  });
+
+  it('quit() while a lock is held: its signal aborts when its validity runs out', async () => {
+    const closing = new Redlock({
+      clients: servers.map((s) => s.url),
+      keyPrefix: uniquePrefix('quit'),
+      ttl: 600,
+    });
+    let aborted = false;
+    const running = closing.using('work', async (lock) => {
+      await sleep(1200);
+      aborted = lock.signal.aborted;
+    });
+    await sleep(100);
+    await closing.quit();
+    const outcome = await running.catch((e: unknown) => e);
+    expect(aborted).toBe(true);
+    expect(outcome).toMatchObject({ name: 'LockLostError' });
+  });
+
   it('keeps 2,000 locks alive with one pipeline per node per tick', async () => {
     const ttl = 1200;
     const count = 2000;
