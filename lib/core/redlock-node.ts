@@ -115,19 +115,36 @@ export class RedlockNode {
 
   /** Closes the client if the library owns it; borrowed clients are left to their owner. */
   async close(): Promise<void> {
-    if (!this.owned) return;
-    // Only a connected client can say QUIT; one that is connecting or
-    // reconnecting to a dead node would hold the process open waiting.
-    if (this.client.status !== 'ready') {
-      this.client.disconnect();
-      return;
-    }
-    try {
-      await this.client.quit();
-    } catch {
-      this.client.disconnect();
-    }
+    if (this.owned) await closeClient(this.client);
   }
+}
+
+/** How long a node may take to answer QUIT before its connection is dropped. */
+export const QUIT_TIMEOUT_MS = 1000;
+
+/**
+ * Says QUIT, or drops the connection: at once when the client is not
+ * connected (one connecting or reconnecting to a dead node would hold the
+ * process open waiting), or after `QUIT_TIMEOUT_MS` without an answer (a
+ * frozen or unreachable node keeps a connection `ready` for minutes).
+ */
+export async function closeClient(client: Redis): Promise<void> {
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const answered = await Promise.race([
+    client.quit().then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), QUIT_TIMEOUT_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!answered) client.disconnect();
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { RedlockNode } from './redlock-node.js';
+import { closeClient, type RedlockNode } from './redlock-node.js';
 
 /** One waiting acquire, as the listener sees it. */
 interface Listening {
@@ -164,14 +164,7 @@ export class ReleaseListener {
     this.closed = true;
     const subscribers = this.subscribers ?? [];
     this.subscribers = undefined;
-    // A connection that is not ready (its node is down, it is reconnecting)
-    // cannot say QUIT and would keep the process waiting: just drop it.
-    await Promise.all(
-      subscribers.map(async (s) => {
-        if (s.status !== 'ready') return s.disconnect();
-        await s.quit().catch(() => s.disconnect());
-      }),
-    );
+    await Promise.all(subscribers.map((s) => closeClient(s)));
   }
 
   private subscribe(): void {
@@ -185,6 +178,10 @@ export class ReleaseListener {
         lazyConnect: false,
         maxRetriesPerRequest: null,
         enableAutoPipelining: false,
+        // SUBSCRIBE leaves while the connection is still being made: a
+        // borrowed client without an offline queue would have it refused,
+        // and no waiter would ever be woken.
+        enableOfflineQueue: true,
       });
       sub.on('error', () => undefined);
       sub.on('message', (_channel: string, message: string) =>

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { Redlock, type RedlockOptions } from 'nestjs-redlock';
 import {
   flushed,
@@ -314,6 +315,52 @@ describe('wake on release, local queue', () => {
       Number(await node.zscore(`${meta}t:${key}`, me)),
     ).toBeGreaterThanOrEqual(now + 600);
     await node.del(key, `${meta}q:${key}`, `${meta}t:${key}`);
+  });
+
+  it('wakes waiters also on borrowed clients without an offline queue', async () => {
+    const prefix = uniquePrefix('no-offline-queue');
+    const borrowed = () =>
+      servers.map((s) => new Redis(s.url, { enableOfflineQueue: false }));
+    const clients = [...borrowed(), ...borrowed()];
+    try {
+      // Without an offline queue, commands need a connection already made.
+      await Promise.all(
+        clients.map((c) => new Promise((r) => c.once('ready', r))),
+      );
+      const holder = own.make({
+        clients: clients.slice(0, 3),
+        keyPrefix: prefix,
+      });
+      const waiter = own.make({ clients: clients.slice(3), keyPrefix: prefix });
+      const held = await holder.acquire('sku', { ttl: 20_000 });
+      const start = Date.now();
+      const pending = waiter.acquire('sku', SLOW_RETRY);
+      await new Promise((r) => setTimeout(r, 300));
+      await held.release();
+      const lock = await pending;
+      // Woken by the release message, not by its fallback retry (5 s).
+      expect(Date.now() - start).toBeLessThan(3000);
+      await lock.release();
+      await Promise.all([holder.quit(), waiter.quit()]);
+    } finally {
+      for (const c of clients) c.disconnect();
+    }
+  });
+
+  it('quit() does not wait for a frozen node to answer QUIT', async () => {
+    const holder = make();
+    const waiter = make({ keyPrefix: holder.keyPrefix });
+    // The waiter has subscriber connections too.
+    await startListening(holder, waiter);
+    servers[1].freeze();
+    try {
+      const start = Date.now();
+      await Promise.all([holder.quit(), waiter.quit()]);
+      // A QUIT that nobody answers is given up after 1 s (not minutes).
+      expect(Date.now() - start).toBeLessThan(5000);
+    } finally {
+      servers[1].thaw();
+    }
   });
 
   it('a multi-resource waiter is told, not given its keys: it asks once more', async () => {
