@@ -1046,6 +1046,8 @@ export class Redlock implements LockOperations {
    */
   private reserveFor(lock: Lock, line: string): Reservation | undefined {
     if (
+      // quit() ran: no acquire will come to take the place.
+      this.closed ||
       lock.keys.length !== 1 ||
       lock.fencingTokens ||
       lock.queueName === undefined ||

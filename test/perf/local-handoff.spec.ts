@@ -306,6 +306,22 @@ describe('in-process handoff', () => {
     await remoteLock.release();
   });
 
+  it('a release once quit() began reserves no queue place for an acquire that will not come', async () => {
+    const prefix = uniquePrefix('quit-reserve');
+    const { replica, lock, remote } = await contended(prefix);
+    const quitting = replica.quit();
+    await lock.release();
+    await quitting;
+    // The other process's waiter gets the key; its release must find
+    // nobody queued behind it (a place reserved for the replica would be
+    // given the key for a whole lease).
+    const remoteLock = await remote;
+    await remoteLock.release();
+    const free = await make(prefix).tryAcquire('sku');
+    expect(free).not.toBeNull();
+    await free?.release();
+  });
+
   it('a caller asking for another lease is not handed the lock: it goes through Redis', async () => {
     const prefix = uniquePrefix('lease');
     const redlock = make(prefix);
