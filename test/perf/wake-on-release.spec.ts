@@ -260,20 +260,23 @@ describe('wake on release, local queue', () => {
     await Promise.all([lock.release(), b.release()]);
   });
 
-  it("a key already holding the caller's value is granted to it even when another waiter has queued long", async () => {
-    // A key given to a waiter whose place on that node has meanwhile
-    // expired: its next attempt must take it (and renew it), not be told
-    // "busy" because someone else now heads the queue.
+  /**
+   * For tests of the acquire script on one node: a fresh key and meta
+   * prefix, and the node's clock (ms), which the script's queue reads.
+   */
+  const scriptStage = async (label: string) => {
     const node = admin[0];
-    const key = `${uniquePrefix('ours')}sku`;
-    const meta = 'ours-meta:';
     const [seconds, micros] = await node.time();
-    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    await node.set(key, 'mine', 'PX', 3000);
-    const head = 'h1 theirs 10000';
-    await node.zadd(`${meta}q:${key}`, now - 400, head);
-    await node.zadd(`${meta}t:${key}`, now + 5000, head);
-    const reply = await node.eval(
+    return {
+      node,
+      key: `${uniquePrefix(label)}sku`,
+      meta: `${label}-meta:`,
+      now: Number(seconds) * 1000 + Math.floor(Number(micros) / 1000),
+    };
+  };
+  /** The acquire script on that node: value `mine`, 10 s lease, no fencing, place `place`. */
+  const acquireAsMine = (key: string, meta: string, place: string) =>
+    admin[0].eval(
       ACQUIRE_SCRIPT.source,
       1,
       key,
@@ -281,33 +284,31 @@ describe('wake on release, local queue', () => {
       10_000,
       0,
       meta,
-      `650 ${now} h2 mine 10000`,
+      place,
     );
+
+  it("a key already holding the caller's value is granted to it even when another waiter has queued long", async () => {
+    // A key given to a waiter whose place on that node has meanwhile
+    // expired: its next attempt must take it (and renew it), not be told
+    // "busy" because someone else now heads the queue.
+    const { node, key, meta, now } = await scriptStage('ours');
+    await node.set(key, 'mine', 'PX', 3000);
+    const head = 'h1 theirs 10000';
+    await node.zadd(`${meta}q:${key}`, now - 400, head);
+    await node.zadd(`${meta}t:${key}`, now + 5000, head);
+    const reply = await acquireAsMine(key, meta, `650 ${now} h2 mine 10000`);
     expect(reply).toBe(1);
     expect(await node.pttl(key)).toBeGreaterThan(3000);
     await node.del(key, `${meta}q:${key}`, `${meta}t:${key}`);
   });
 
   it('a waiter granted on a node keeps its place there alive, as on the nodes that refuse it', async () => {
-    const node = admin[0];
-    const key = `${uniquePrefix('place')}sku`;
-    const meta = 'place-meta:';
-    const [seconds, micros] = await node.time();
-    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const { node, key, meta, now } = await scriptStage('place');
     // Queued since a while, its place about to lapse; the key is free here.
     const me = 'w1 mine 10000';
     await node.zadd(`${meta}q:${key}`, now - 400, me);
     await node.zadd(`${meta}t:${key}`, now + 100, me);
-    const reply = await node.eval(
-      ACQUIRE_SCRIPT.source,
-      1,
-      key,
-      'mine',
-      10_000,
-      0,
-      meta,
-      `650 ${now - 400} ${me}`,
-    );
+    const reply = await acquireAsMine(key, meta, `650 ${now - 400} ${me}`);
     expect(reply).toBe(1);
     // Same rank (arrival), renewed life.
     expect(Number(await node.zscore(`${meta}q:${key}`, me))).toBe(now - 400);
