@@ -1,7 +1,10 @@
 import { RedlockConfigError } from '../errors/redlock-config.error.js';
 import type { WatchdogOptions } from './keep-alive.js';
-import type { RunOptions } from './redlock-options.js';
+import type { OnLockLost, RunOptions } from './redlock-options.js';
 import { requirePositive, show } from './timing.js';
+
+/** The values of `OnLockLost`, for validation (here and in `@Locked`'s). */
+export const ON_LOCK_LOST: readonly OnLockLost[] = ['throw', 'ignore'];
 
 /**
  * Checks the options of `watch()`, naming the field: a `maxHold` that is
@@ -34,11 +37,10 @@ export function checkRunOptions(
   const onLockLost: unknown = options?.onLockLost;
   if (
     onLockLost !== undefined &&
-    onLockLost !== 'throw' &&
-    onLockLost !== 'ignore'
+    !(ON_LOCK_LOST as readonly unknown[]).includes(onLockLost)
   )
     throw new RedlockConfigError(
       `${prefix}onLockLost`,
-      `must be 'throw' or 'ignore', got ${show(onLockLost)}`,
+      `must be ${ON_LOCK_LOST.map((v) => `'${v}'`).join(' or ')}, got ${show(onLockLost)}`,
     );
 }

@@ -1,11 +1,12 @@
 import type { RunOptions } from '../core/redlock-options.js';
+import { ON_LOCK_LOST } from '../core/run-options.js';
 import { durationProblem, show } from '../core/timing.js';
 import type { LockedOptions } from '../interfaces/locked-options.interface.js';
 
 const POSITIVE = ['ttl', 'nodeTimeout', 'maxHold'] as const;
 const NON_NEGATIVE = ['waitTimeout', 'retryDelay', 'retryJitter'] as const;
 const CHOICES = {
-  onLockLost: ['throw', 'ignore'],
+  onLockLost: ON_LOCK_LOST,
   onNotAcquired: ['throw', 'skip'],
   fencing: [true, false],
 } as const;
