@@ -98,7 +98,7 @@ export class KeepAlive {
    * tick comes early enough for its new lease.
    */
   rescheduled(lock: Lock): void {
-    if (this.watched.size > 0) this.arm(leaseStart(lock) + lock.ttl / 3);
+    if (this.watched.size > 0) this.arm(extensionDue(lock));
   }
 
   /**
@@ -128,7 +128,7 @@ export class KeepAlive {
   }
 
   private dueAt(entry: Watched): number {
-    const due = leaseStart(entry.lock) + entry.lock.ttl / 3;
+    const due = extensionDue(entry.lock);
     return entry.holdUntil === undefined ? due : Math.min(due, entry.holdUntil);
   }
 
@@ -197,4 +197,9 @@ export class KeepAlive {
  */
 function leaseStart(lock: Lock): number {
   return lock.deadline - lock.ttl;
+}
+
+/** When `lock` is due for extension: a third into its current lease. */
+function extensionDue(lock: Lock): number {
+  return leaseStart(lock) + lock.ttl / 3;
 }

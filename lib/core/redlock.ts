@@ -856,13 +856,14 @@ export class Redlock implements LockOperations {
     const leases = locks.map((lock) => lock.ttl);
     const chunks: { keys: string[]; args: (string | number)[] }[] = [];
     for (let i = 0; i < locks.length; i += EXTEND_CHUNK) {
+      const end = Math.min(i + EXTEND_CHUNK, locks.length);
       const keys: string[] = [];
-      const args: (string | number)[] = [];
-      for (let j = i; j < Math.min(i + EXTEND_CHUNK, locks.length); j++) {
+      const args: (string | number)[] = [end - i];
+      for (let j = i; j < end; j++) {
         keys.push(...locks[j].keys);
         args.push(locks[j].keys.length, locks[j].value, Math.ceil(leases[j]));
       }
-      chunks.push({ keys, args: [args.length / 3, ...args] });
+      chunks.push({ keys, args });
     }
     const start = this.clock.now();
     // A big batch takes the node a little longer (1 ms per 100 locks), and
