@@ -46,6 +46,8 @@ const config = {
   heldTtl: Number(args['held-ttl'] ?? (quick ? 1500 : 10_000)),
   wait: 10_000,
   hotWorkers: 16,
+  /** Untimed sequential and parallel run of every library before round 1. */
+  warmMs: quick ? 150 : 400,
 };
 
 const SCENARIOS = {
@@ -172,7 +174,31 @@ async function runOne(scenario, name, nodes, round) {
   }
 }
 
+/**
+ * Runs every library's sequential and parallel loops once, unmeasured, on
+ * every topology. Round 1 would otherwise time whichever library runs first
+ * while V8 still compiles the code all of them share (ioredis, Node's
+ * streams), and round 1 always starts with the same library.
+ */
+async function warmUp() {
+  if (!config.scenarios.some((s) => s === 'seq' || s === 'par')) return;
+  for (const nodes of config.topologies) {
+    const urls = lockServers.slice(0, nodes).map((s) => s.url);
+    for (const name of config.libs) {
+      const lib = await createLib(name, urls, { ttl: config.ttl, wait: 0 });
+      try {
+        await sequential(lib, { durationMs: config.warmMs, tag: `warm:${name}` });
+        await parallel(lib, { durationMs: config.warmMs, tag: `warm:${name}` });
+      } finally {
+        await lib.close();
+      }
+    }
+  }
+  await flush();
+}
+
 try {
+  await warmUp();
   if (config.scenarios.includes('hot') || config.scenarios.includes('hotproc')) {
     ceiling = await ceilings();
     log(`ceiling without a lock: ${ceiling.inProcess.toFixed(0)} CS/s in process, ${ceiling.acrossProcesses.toFixed(0)} CS/s with the checker's round trips`);
@@ -236,7 +262,7 @@ function renderReport() {
     `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}, redis-server ${serverVersion}, ${process.platform}.`,
     `Libraries: ${OURS} ${ownVersion} (default settings), ${PEERS.map((p) => `${p} ${version(p)}`).join(', ')}, ioredis ${version('ioredis')}.`,
     `Peers poll every 10 ms when contended (redlock: retryDelay 10, retryJitter 5; redis-semaphore: retryInterval 10; redlock-universal: retryDelay 10). Lease ${config.ttl / 1000} s for all (scenario 4: ${config.heldTtl / 1000} s).`,
-    `Scenarios 1-3: median of ${config.rounds} interleaved rounds (${config.seqMs / 1000} s, ${config.parMs / 1000} s, ${config.hotMs / 1000} s per run). Scenario 4: one run per library.`,
+    `Scenarios 1-3: median of ${config.rounds} interleaved rounds (${config.seqMs / 1000} s, ${config.parMs / 1000} s, ${config.hotMs / 1000} s per run), after an unmeasured ${config.warmMs / 1000} s sequential and parallel run of every library. Scenario 4: one run per library.`,
     'Figures are noisy on a small shared machine: compare ratios within this run, not across runs.',
     '"× floor" and "× best peer" compare the first column (for CPU, lower is better, so the ratio is best/ours).',
     ...(ceiling
