@@ -46,7 +46,7 @@ const config = {
   heldTtl: Number(args['held-ttl'] ?? (quick ? 1500 : 10_000)),
   wait: 10_000,
   hotWorkers: 16,
-  /** Untimed sequential and parallel run of every library before round 1. */
+  /** Unmeasured run of each scenario 1-3 by every library before round 1. */
   warmMs: quick ? 150 : 400,
 };
 
@@ -108,12 +108,12 @@ function ask(child, msg) {
   });
 }
 
-async function hotInProcesses(name, urls, tag) {
+async function hotInProcesses(name, urls, tag, durationMs) {
   const key = `hotp:${tag}`;
   await Promise.all(children.map((c) => ask(c, { cmd: 'setup', lib: name, urls, opts: { ttl: config.ttl, wait: config.wait }, checkerUrl })));
   const start = Date.now() + 50;
   await sleep(50);
-  const replies = await Promise.all(children.map((c) => ask(c, { cmd: 'go', key, endAt: start + config.hotMs })));
+  const replies = await Promise.all(children.map((c) => ask(c, { cmd: 'go', key, endAt: start + durationMs })));
   const elapsed = Math.max(...replies.map((r) => r.finishedAt)) - start;
   return summarizeHot(replies.map((r) => r.result), elapsed, replies.reduce((a, r) => a + r.commands, 0));
 }
@@ -156,18 +156,18 @@ function record(scenario, nodes, lib, value) {
   results[scenario][nodes][lib].push(value);
 }
 
-async function runOne(scenario, name, nodes, round) {
+async function runOne(scenario, name, nodes, round, durationMs) {
   const urls = lockServers.slice(0, nodes).map((s) => s.url);
   const tag = `${round}:${name}`;
   await flush();
-  if (scenario === 'hotproc') return hotInProcesses(name, urls, tag);
+  if (scenario === 'hotproc') return hotInProcesses(name, urls, tag, durationMs ?? config.hotMs);
   const wait = scenario === 'hot' ? config.wait : 0;
   const ttl = scenario === 'held' ? config.heldTtl : config.ttl;
   const lib = await createLib(name, urls, { ttl, wait });
   try {
-    if (scenario === 'seq') return await sequential(lib, { durationMs: config.seqMs, tag });
-    if (scenario === 'par') return await parallel(lib, { durationMs: config.parMs, tag });
-    if (scenario === 'hot') return await hotInProcess(lib, { durationMs: config.hotMs, workers: config.hotWorkers, tag });
+    if (scenario === 'seq') return await sequential(lib, { durationMs: durationMs ?? config.seqMs, tag });
+    if (scenario === 'par') return await parallel(lib, { durationMs: durationMs ?? config.parMs, tag });
+    if (scenario === 'hot') return await hotInProcess(lib, { durationMs: durationMs ?? config.hotMs, workers: config.hotWorkers, tag });
     if (scenario === 'held') return await held(lib, { count: config.heldLocks, holdMs: config.holdMs, nodes, tag });
   } finally {
     await lib.close();
@@ -175,35 +175,26 @@ async function runOne(scenario, name, nodes, round) {
 }
 
 /**
- * Runs every library's sequential and parallel loops once, unmeasured, on
- * every topology. Round 1 would otherwise time whichever library runs first
- * while V8 still compiles the code all of them share (ioredis, Node's
- * streams), and round 1 always starts with the same library.
+ * Runs every scenario of rounds 1-3 once per library and topology,
+ * unmeasured and short. Round 1 would otherwise time whichever library runs
+ * first while V8 still compiles the code all of them share (ioredis, Node's
+ * streams, the worker processes' loop), and round 1 always starts with the
+ * same library.
  */
 async function warmUp() {
-  if (!config.scenarios.some((s) => s === 'seq' || s === 'par')) return;
-  for (const nodes of config.topologies) {
-    const urls = lockServers.slice(0, nodes).map((s) => s.url);
-    for (const name of config.libs) {
-      const lib = await createLib(name, urls, { ttl: config.ttl, wait: 0 });
-      try {
-        await sequential(lib, { durationMs: config.warmMs, tag: `warm:${name}` });
-        await parallel(lib, { durationMs: config.warmMs, tag: `warm:${name}` });
-      } finally {
-        await lib.close();
-      }
-    }
-  }
-  await flush();
+  for (const nodes of config.topologies)
+    for (const scenario of config.scenarios.filter((s) => s !== 'held'))
+      for (const name of config.libs) await runOne(scenario, name, nodes, 'warm', config.warmMs);
 }
 
 try {
-  await warmUp();
   if (config.scenarios.includes('hot') || config.scenarios.includes('hotproc')) {
     ceiling = await ceilings();
     log(`ceiling without a lock: ${ceiling.inProcess.toFixed(0)} CS/s in process, ${ceiling.acrossProcesses.toFixed(0)} CS/s with the checker's round trips`);
   }
   if (config.scenarios.includes('hotproc')) await forkChildren();
+  await warmUp();
+  log('warmed up');
   const rotating = config.scenarios.filter((s) => s !== 'held');
   for (let round = 0; round < config.rounds; round++) {
     for (const nodes of config.topologies) {
@@ -262,7 +253,7 @@ function renderReport() {
     `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}, redis-server ${serverVersion}, ${process.platform}.`,
     `Libraries: ${OURS} ${ownVersion} (default settings), ${PEERS.map((p) => `${p} ${version(p)}`).join(', ')}, ioredis ${version('ioredis')}.`,
     `Peers poll every 10 ms when contended (redlock: retryDelay 10, retryJitter 5; redis-semaphore: retryInterval 10; redlock-universal: retryDelay 10). Lease ${config.ttl / 1000} s for all (scenario 4: ${config.heldTtl / 1000} s).`,
-    `Scenarios 1-3: median of ${config.rounds} interleaved rounds (${config.seqMs / 1000} s, ${config.parMs / 1000} s, ${config.hotMs / 1000} s per run), after an unmeasured ${config.warmMs / 1000} s sequential and parallel run of every library. Scenario 4: one run per library.`,
+    `Scenarios 1-3: median of ${config.rounds} interleaved rounds (${config.seqMs / 1000} s, ${config.parMs / 1000} s, ${config.hotMs / 1000} s per run), after an unmeasured ${config.warmMs / 1000} s run of each of them by every library. Scenario 4: one run per library.`,
     'Figures are noisy on a small shared machine: compare ratios within this run, not across runs.',
     '"× floor" and "× best peer" compare the first column (for CPU, lower is better, so the ratio is best/ours).',
     ...(ceiling
