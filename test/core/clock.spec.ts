@@ -47,6 +47,37 @@ describe('time comes from the injected monotonic clock', () => {
     await redlock.quit();
   });
 
+  it('validity counts from the start of the attempt: time passing while the nodes answer is taken off', async () => {
+    const clock = new SteppableClock();
+    const redlock = new Redlock({
+      clients: quorumUrls(),
+      keyPrefix: prefix,
+      ttl: 2000,
+      clock,
+    });
+    // 300 ms pass once the attempt's first request is out (the request
+    // itself goes to Redis unchanged).
+    const client = redlock.nodes[0].client;
+    const evalsha = client.evalsha.bind(client) as (
+      ...args: unknown[]
+    ) => Promise<unknown>;
+    const spy = jest
+      .spyOn(client, 'evalsha')
+      .mockImplementationOnce((...args: unknown[]) => {
+        clock.offset += 300;
+        return evalsha(...args);
+      });
+    const lock = await redlock.acquire('elapsed', { waitTimeout: 0 });
+    expect(spy).toHaveBeenCalled();
+    spy.mockRestore();
+    // drift = 2000 * 0.01 + 2 = 22 ms; counted from the end of the
+    // attempt, about 1978 ms would be left.
+    expect(lock.remaining()).toBeLessThanOrEqual(2000 - 22 - 300);
+    expect(lock.remaining()).toBeGreaterThan(1000);
+    await lock.release();
+    await redlock.quit();
+  });
+
   it('a lock is invalid once the clock passes its validity, and extend then fails and aborts the signal', async () => {
     const clock = new SteppableClock();
     const redlock = new Redlock({

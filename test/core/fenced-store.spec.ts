@@ -175,16 +175,8 @@ describe('FencedStore: guarded writes to data in Redis', () => {
     );
     expect(await redis.get(stock)).toBe('0');
     expect(await redis.lrange(orders, 0, -1)).toEqual(['order-b']);
-
-    // Control: the same interleaving with unguarded writes sells it twice.
-    await redis.set(`${stock}:unguarded`, 1);
-    for (const order of ['order-b', 'order-a'])
-      await redis
-        .multi()
-        .set(`${stock}:unguarded`, 0)
-        .rpush(`${orders}:unguarded`, order)
-        .exec();
-    expect(await redis.llen(`${orders}:unguarded`)).toBe(2);
+    // The control (the same interleaving through the store without a
+    // fenced read sells twice) is the next test's 'unclaimed' run.
   });
 
   it("refuses a paused holder whose write lands between the new holder's read and write, once the new holder read through the store", async () => {

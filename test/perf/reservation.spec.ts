@@ -77,14 +77,16 @@ describe('queue places reserved by a release', () => {
     let before = await scriptCalls(admin);
     await lock.release();
     const firstAgain = first.acquire('sku', SLOW_RETRY);
+    let got: Lock | undefined;
+    void firstAgain.then((l) => (got = l));
     const secondLock = await pendingSecond;
     await sleep(50);
     // Held at a quorum: the last node may still be running the release.
     await flushed(first);
-    let got: Lock | undefined;
-    void firstAgain.then((l) => (got = l));
-    // The key went to the waiter ahead; the holder's new request waits,
-    // and cost the nodes nothing: one release per node.
+    // The key went to the waiter ahead; the holder's new request waits
+    // while that waiter holds it, and cost the nodes nothing: one release
+    // per node.
+    expect(secondLock.isHeld).toBe(true);
     expect(got).toBeUndefined();
     expect((await scriptCalls(admin)) - before).toBe(servers.length);
     before = await scriptCalls(admin);
