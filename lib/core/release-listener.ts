@@ -182,6 +182,12 @@ export class ReleaseListener {
         // borrowed client without an offline queue would have it refused,
         // and no waiter would ever be woken.
         enableOfflineQueue: true,
+        // ioredis's own re-subscription leaves its promise unhandled: a
+        // connection dropped again while that SUBSCRIBE is out (a flapping
+        // network, a server killing pub/sub clients) would be an unhandled
+        // rejection, fatal to the user's process by Node's default. We
+        // subscribe again ourselves, below.
+        autoResubscribe: false,
       });
       sub.on('error', () => undefined);
       sub.on('message', (_channel: string, message: string) =>
@@ -199,7 +205,13 @@ export class ReleaseListener {
       );
       let connected = false;
       sub.on('ready', () => {
-        if (connected) setTimeout(() => this.wakeAll(), 20).unref();
+        // Reconnected: listen again, then let every waiter try (releases
+        // published while the connection was down were lost).
+        if (connected)
+          sub.subscribe(this.channel).then(
+            () => this.wakeAll(),
+            () => undefined,
+          );
         connected = true;
       });
       return sub;

@@ -97,6 +97,46 @@ describe('wake on release, local queue', () => {
     await lock.release();
   });
 
+  it('a subscriber dropped again right after it reconnected listens again, and raises no unhandled rejection: messages wake waiters after', async () => {
+    const prefix = uniquePrefix('flap');
+    const owner = make({ keyPrefix: prefix });
+    const waiter = make({ keyPrefix: prefix });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      // The waiter's subscribers exist once it waited.
+      const first = await owner.acquire('sku:f', { ttl: 20_000 });
+      const warm = waiter.acquire('sku:f', SLOW_RETRY);
+      await new Promise((r) => setTimeout(r, 200));
+      await first.release();
+      await (await warm).release();
+      // Kill the subscribers; when one has reconnected and subscribes
+      // again, drop its connection before the node can answer.
+      const sub = (waiter.releases as unknown as { subscribers: Redis[] })
+        .subscribers[0];
+      sub.once('ready', () => process.nextTick(() => sub.stream.destroy()));
+      await Promise.all(
+        admin.map((c) => c.call('CLIENT', 'KILL', 'TYPE', 'pubsub')),
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      const second = await owner.acquire('sku:f', { ttl: 20_000 });
+      const start = Date.now();
+      const pending = waiter.acquire('sku:f', SLOW_RETRY);
+      await new Promise((r) => setTimeout(r, 200));
+      const wakeups = waiter.releases.wakeups;
+      await second.release();
+      const lock = await pending;
+      // Subscribed again: a message woke it (fallback 5 s, lease 20 s).
+      expect(Date.now() - start).toBeLessThan(3000);
+      expect(waiter.releases.wakeups).toBeGreaterThan(wakeups);
+      await lock.release();
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('a release gives the key to the waiter of another process: it holds the lock without asking again', async () => {
     const { prefix, waiter, holder, held, pending } = await holdAndQueue(
       'give',
