@@ -183,10 +183,11 @@ export class ReleaseListener {
         // and no waiter would ever be woken.
         enableOfflineQueue: true,
         // ioredis's own re-subscription leaves its promise unhandled: a
-        // connection dropped again while that SUBSCRIBE is out (a flapping
-        // network, a server killing pub/sub clients) would be an unhandled
-        // rejection, fatal to the user's process by Node's default. We
-        // subscribe again ourselves, below.
+        // connection closed for good while that SUBSCRIBE is out (quit()
+        // dropping a subscriber whose node hangs, or a borrowed client's
+        // retryStrategy giving up) would be an unhandled rejection, fatal
+        // to the user's process by Node's default. We subscribe again
+        // ourselves, below.
         autoResubscribe: false,
       });
       sub.on('error', () => undefined);
