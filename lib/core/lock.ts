@@ -73,7 +73,7 @@ export class Lock {
    * acquired with `fencing: true`; `undefined` otherwise. Each token is
    * greater than that of every earlier acquire of its resource: pass it to
    * the store the lock protects, which refuses writes with an older one
-   * (see `FencedStore` and docs/fencing.md).
+   * (see `FencedStore` and lib/core/fencing.md).
    */
   readonly fencingTokens?: ReadonlyMap<string, string>;
 
@@ -128,7 +128,10 @@ export class Lock {
 
   /**
    * Aborts, with a {@link LockLostError} as its reason, when the lock is
-   * lost: a failed extension, validity run out, or `maxHold` reached. Work
+   * found lost: a failed `extend()`, or, while a watchdog keeps it (`run`,
+   * `@Locked`, `watch()`), a failed extension, validity run out, or
+   * `maxHold` reached. A lock nobody extends does not abort on its own when
+   * its validity runs out: check {@link isHeld} before writes. Work
    * protected by the lock should stop before committing a write once it aborts.
    */
   get signal(): AbortSignal {
@@ -139,7 +142,7 @@ export class Lock {
   }
 
   /**
-   * Resets the lease to `ttl` (default: the lease it was acquired with) on
+   * Resets the lease to `ttl` (default: the lease of the last acquire or extend) on
    * every node where our value still stands. Resolves with this lock, its
    * `validUntil` recomputed; rejects with `LockExtendError` when fewer than a
    * quorum extended within the new validity, when the lock's validity had

@@ -69,7 +69,9 @@ export interface RunOptions extends AcquireOptions {
   onLockLost?: OnLockLost;
   /**
    * Longest time, in ms, the watchdog keeps a lock alive. When reached the
-   * lock counts as lost (its signal aborts) and is left to expire. Default: no bound.
+   * lock counts as lost (its signal aborts) and is no longer extended, so it
+   * may expire while the work still runs; it is released on the nodes when
+   * the work settles. Default: no bound.
    */
   maxHold?: number;
 }

@@ -171,9 +171,9 @@ export class ReleaseListener {
     if (this.subscribers || this.closed) return;
     let live = 0;
     this.subscribers = this.nodes.map((node, index) => {
-      // A subscriber must never give up: ioredis reconnects and
-      // re-subscribes by itself, and a waiter's fallback timer covers the
-      // messages missed meanwhile.
+      // ioredis reconnects (unless a borrowed client's retryStrategy gives
+      // up); we subscribe again ourselves on 'ready' (below), and a
+      // waiter's fallback timer covers the messages missed meanwhile.
       const sub = node.client.duplicate({
         lazyConnect: false,
         maxRetriesPerRequest: null,

@@ -24,8 +24,9 @@ export interface WaitContext {
 }
 
 /**
- * Decides when a waiting acquire tries again. The default polls with jitter;
- * a strategy woken by release notifications can replace it without touching
+ * Decides when a waiting acquire tries again. The default, `WakeOnRelease`,
+ * is woken by release messages with a jittered fallback retry;
+ * `JitteredRetry` only polls. Either can replace the other without touching
  * the algorithm.
  *
  * @publicApi
