@@ -507,6 +507,9 @@ export class Redlock implements LockOperations {
     const timing = this.resolveTiming(options);
     const keys = names.map((r) => this.keyOf(r));
     const fencing = this.resolveFencing(options);
+    // As acquire(): borrowed clients stay open after quit(), and a lock
+    // taken now could not even be released.
+    if (this.closed) throw this.closedError(names, 0);
     // A release of this process held back for whoever asks next: ours, as
     // for acquire() (the key is still on the nodes, so an attempt would
     // find it busy).

@@ -85,6 +85,24 @@ describe('connection settings reach the nodes unchanged', () => {
     prefixed.disconnect();
   });
 
+  it('tryAcquire after quit() is refused as closed, also with borrowed clients left open', async () => {
+    const borrowed = new Redis({
+      port: server.port,
+      host: '127.0.0.1',
+      password: 's3cret',
+    });
+    await borrowed.ping();
+    const redlock = new Redlock({ clients: [borrowed], logger: quiet });
+    await redlock.quit();
+    // quit() leaves a borrowed client open: only the closed check stops it.
+    expect(borrowed.status).toBe('ready');
+    await expect(redlock.tryAcquire('after-quit')).rejects.toMatchObject({
+      reason: 'closed',
+    });
+    expect(await admin.exists('lock:after-quit')).toBe(0);
+    borrowed.disconnect();
+  });
+
   it('names nodes by host:port, never with credentials, also when authentication fails', async () => {
     const redlock = new Redlock({
       clients: [`redis://locker:wrong-pw@127.0.0.1:${server.port}`],
