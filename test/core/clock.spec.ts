@@ -26,15 +26,20 @@ describe('time comes from the injected monotonic clock', () => {
   const prefix = uniquePrefix('clock');
   const nodes = inspect(quorumUrls());
   afterAll(() => closeAll(nodes));
-
-  it('a lock whose validity ran out during the acquire is a failure and leaves no key', async () => {
+  /** An instance on the quorum nodes whose time the test steps. */
+  const clocked = (ttl: number) => {
     const clock = new SteppableClock();
     const redlock = new Redlock({
       clients: quorumUrls(),
       keyPrefix: prefix,
-      ttl: 1000,
+      ttl,
       clock,
     });
+    return { clock, redlock };
+  };
+
+  it('a lock whose validity ran out during the acquire is a failure and leaves no key', async () => {
+    const { clock, redlock } = clocked(1000);
     clock.stepPerRead = 1000; // each reading is 1 s later: elapsed >= ttl, no validity left
     const error = await redlock
       .acquire('slow-quorum', { waitTimeout: 0 })
@@ -48,13 +53,7 @@ describe('time comes from the injected monotonic clock', () => {
   });
 
   it('validity counts from the start of the attempt: time passing while the nodes answer is taken off', async () => {
-    const clock = new SteppableClock();
-    const redlock = new Redlock({
-      clients: quorumUrls(),
-      keyPrefix: prefix,
-      ttl: 2000,
-      clock,
-    });
+    const { clock, redlock } = clocked(2000);
     // 300 ms pass once the attempt's first request is out (the request
     // itself goes to Redis unchanged).
     const client = redlock.nodes[0].client;
@@ -79,13 +78,7 @@ describe('time comes from the injected monotonic clock', () => {
   });
 
   it('a lock is invalid once the clock passes its validity, and extend then fails and aborts the signal', async () => {
-    const clock = new SteppableClock();
-    const redlock = new Redlock({
-      clients: quorumUrls(),
-      keyPrefix: prefix,
-      ttl: 5000,
-      clock,
-    });
+    const { clock, redlock } = clocked(5000);
     const lock = await redlock.acquire('paused');
     expect(lock.isHeld).toBe(true);
     clock.offset += 6000; // as if the process had been paused for 6 s

@@ -71,30 +71,50 @@ describe('wake on release, local queue', () => {
     await lock.release();
   });
 
+  /** Makes `waiter` wait once for `resource`, so its subscribers exist. */
+  const subscribe = async (
+    owner: Redlock,
+    waiter: Redlock,
+    resource: string,
+  ) => {
+    const first = await owner.acquire(resource, { ttl: 20_000 });
+    const warm = waiter.acquire(resource, SLOW_RETRY);
+    await new Promise((r) => setTimeout(r, 200));
+    await first.release();
+    await (await warm).release();
+  };
+
+  /**
+   * Queues `waiter` behind a 20 s lock on `resource` and checks a release
+   * message wakes it: its fallback retry is 5 s away.
+   */
+  const expectWokenByMessage = async (
+    owner: Redlock,
+    waiter: Redlock,
+    resource: string,
+  ) => {
+    const second = await owner.acquire(resource, { ttl: 20_000 });
+    const start = Date.now();
+    const pending = waiter.acquire(resource, SLOW_RETRY);
+    await new Promise((r) => setTimeout(r, 200));
+    const wakeups = waiter.releases.wakeups;
+    await second.release();
+    const lock = await pending;
+    expect(Date.now() - start).toBeLessThan(3000);
+    expect(waiter.releases.wakeups).toBeGreaterThan(wakeups);
+    await lock.release();
+  };
+
   it('wakes again after the subscriber reconnected (a released lock after CLIENT KILL is announced)', async () => {
     const prefix = uniquePrefix('again');
     const owner = make({ keyPrefix: prefix });
     const waiter = make({ keyPrefix: prefix });
     // Make sure the waiter is subscribed, then kill its subscriptions.
-    const first = await owner.acquire('sku:3', { ttl: 20_000 });
-    const warm = waiter.acquire('sku:3', SLOW_RETRY);
-    await new Promise((r) => setTimeout(r, 200));
-    await first.release();
-    await (await warm).release();
+    await subscribe(owner, waiter, 'sku:3');
     for (const client of admin)
       await client.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
     await new Promise((r) => setTimeout(r, 500)); // ioredis reconnects and re-subscribes
-    const second = await owner.acquire('sku:3', { ttl: 20_000 });
-    const start = Date.now();
-    const pending = waiter.acquire('sku:3', SLOW_RETRY);
-    await new Promise((r) => setTimeout(r, 200));
-    const wakeups = waiter.releases.wakeups;
-    await second.release();
-    const lock = await pending;
-    // A message woke it: its fallback retry is 5 s away, the lease 20 s.
-    expect(Date.now() - start).toBeLessThan(3000);
-    expect(waiter.releases.wakeups).toBeGreaterThan(wakeups);
-    await lock.release();
+    await expectWokenByMessage(owner, waiter, 'sku:3');
   });
 
   it('a subscriber dropped again right after it reconnected listens again, and raises no unhandled rejection: messages wake waiters after', async () => {
@@ -105,12 +125,7 @@ describe('wake on release, local queue', () => {
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
     try {
-      // The waiter's subscribers exist once it waited.
-      const first = await owner.acquire('sku:f', { ttl: 20_000 });
-      const warm = waiter.acquire('sku:f', SLOW_RETRY);
-      await new Promise((r) => setTimeout(r, 200));
-      await first.release();
-      await (await warm).release();
+      await subscribe(owner, waiter, 'sku:f');
       // Kill the subscribers; when one has reconnected and subscribes
       // again, drop its connection before the node can answer.
       const sub = (waiter.releases as unknown as { subscribers: Redis[] })
@@ -120,17 +135,8 @@ describe('wake on release, local queue', () => {
         admin.map((c) => c.call('CLIENT', 'KILL', 'TYPE', 'pubsub')),
       );
       await new Promise((r) => setTimeout(r, 500));
-      const second = await owner.acquire('sku:f', { ttl: 20_000 });
-      const start = Date.now();
-      const pending = waiter.acquire('sku:f', SLOW_RETRY);
-      await new Promise((r) => setTimeout(r, 200));
-      const wakeups = waiter.releases.wakeups;
-      await second.release();
-      const lock = await pending;
-      // Subscribed again: a message woke it (fallback 5 s, lease 20 s).
-      expect(Date.now() - start).toBeLessThan(3000);
-      expect(waiter.releases.wakeups).toBeGreaterThan(wakeups);
-      await lock.release();
+      // Subscribed again.
+      await expectWokenByMessage(owner, waiter, 'sku:f');
       expect(unhandled).toEqual([]);
     } finally {
       process.off('unhandledRejection', onUnhandled);
