@@ -30,12 +30,14 @@ import { normalizeResources } from './resources.js';
 import { checkRunOptions, checkWatchdogOptions } from './run-options.js';
 import {
   ACQUIRE_SCRIPT,
+  acquireArgs,
   acquireReply,
   EXTEND_MANY_SCRIPT,
   EXTEND_SCRIPT,
   KEEP_SCRIPT,
   packPlace,
   RELEASE_SCRIPT,
+  releaseArgs,
   releaseReply,
 } from './scripts/index.js';
 import {
@@ -653,14 +655,14 @@ export class Redlock implements LockOperations {
     const counters = fencing
       ? keys.map((key) => fenceCounterKey(this.metaPrefix, key))
       : undefined;
-    const args: (string | number)[] = [
+    const args = acquireArgs(
       value,
       ttl,
-      fencing ? 1 : 0,
       this.metaPrefix,
+      fencing,
       // Not waiting: no place; the queues never hold it.
-      queue ? packPlace(queue.life, queue.arrival, queue.name) : '',
-    ];
+      queue && packPlace(queue.life, queue.arrival, queue.name),
+    );
     const scriptKeys = counters ? [...keys, ...counters] : keys;
     const answeredAt = queue?.answeredAt;
     const ballots = await poll(
@@ -1196,16 +1198,14 @@ export class Redlock implements LockOperations {
       reserve?: Reservation;
     },
   ): Promise<Ballot[]> {
-    const args = [
+    const args = releaseArgs(
       value,
       this.metaPrefix,
-      name ?? '',
-      (leave ? '1' : '0') +
-        (reserve
-          ? ' ' +
-            packPlace(queueLife(this.timing), reserve.arrival, reserve.name)
-          : ''),
-    ];
+      name,
+      leave,
+      reserve &&
+        packPlace(queueLife(this.timing), reserve.arrival, reserve.name),
+    );
     return poll(
       nodes,
       (node) => node.run(RELEASE_SCRIPT, keys, args),

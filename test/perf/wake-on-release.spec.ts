@@ -9,7 +9,7 @@ import {
   uniquePrefix,
 } from '../utils/nodes.js';
 import { ownNodes } from '../utils/own-nodes.js';
-import { ACQUIRE_SCRIPT } from '../../lib/core/scripts/index.js';
+import { ACQUIRE_SCRIPT, acquireArgs } from '../../lib/core/scripts/index.js';
 
 // Waiters wake on a release message; a lost message still ends in a grant
 // within the holder's lease. Own servers: the test kills pub/sub
@@ -340,11 +340,7 @@ describe('wake on release, local queue', () => {
       ACQUIRE_SCRIPT.source,
       1,
       key,
-      'mine',
-      10_000,
-      0,
-      meta,
-      place,
+      ...acquireArgs('mine', 10_000, meta, false, place),
     );
 
   it("a key already holding the caller's value is granted to it even when another waiter has queued long", async () => {

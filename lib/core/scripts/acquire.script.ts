@@ -17,17 +17,19 @@ export const BARGE_WINDOW_MS = 250;
  * Takes every key of a lock on one node, all or nothing.
  *
  * KEYS: the n lock keys, then (with fencing) their n token counter keys.
- * ARGV[1]: the lock value, ARGV[2]: the lease in ms, ARGV[3]: `1` with
- * fencing, else `0`, ARGV[4]: the meta prefix, ARGV[5]: the caller's place
- * in the wait queues, `<life> <arrival> <name>`, or empty for a single
- * attempt (it takes no place). `life`: how long, in ms, a refused caller's
+ * ARGV[1]: the lock value, ARGV[2]: the lease in ms, ARGV[3]: the meta
+ * prefix, ARGV[4]: `1` with fencing, else `0` or absent, ARGV[5]: the
+ * caller's place in the wait queues, `<life> <arrival> <name>`, absent for
+ * a single attempt (it takes no place). Trailing arguments that say
+ * nothing are left out (see `acquireArgs`): each one costs the client and
+ * every node a little on every acquire, and most acquires are single
+ * uncontended attempts. `life`: how long, in ms, a refused caller's
  * place lives unless renewed; `arrival`: when the caller first asked (its
  * wall clock, ms): its rank in every node's queue, so that all nodes rank
  * their waiters alike (node clocks and arrival orders differ); `name`: the
  * caller's name in the queues (`<listener id> <value> <lease>`). Packed in
  * one argument, read only when the caller is refused or the key is
- * queued for: every argument costs the client and each node a little on
- * every acquire, and most acquires are uncontended.
+ * queued for.
  * Returns `1` when granted (with fencing `{1, 0, counter1, ..., countern}`,
  * counters as decimal strings, `"0"` when absent: they are only read here
  * and raised by `FENCE_SCRIPT` once the client holds the lock); when
@@ -67,7 +69,7 @@ if #KEYS == 1 then
   -- One key without fencing, free and nobody queued: done. Otherwise the
   -- key is put back and the full rules below decide.
   if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    if redis.call('EXISTS', ARGV[4] .. 'q:' .. KEYS[1]) == 0 then return 1 end
+    if redis.call('EXISTS', ARGV[3] .. 'q:' .. KEYS[1]) == 0 then return 1 end
     redis.call('DEL', KEYS[1])
   end
 end
@@ -75,9 +77,9 @@ end
     WAIT_QUEUE_LUA +
     `
 local n = #KEYS
-if ARGV[3] == '1' then n = n / 2 end
-local meta = ARGV[4]
-local life, arrival, member = unpackPlace(ARGV[5])
+if ARGV[4] == '1' then n = n / 2 end
+local meta = ARGV[3]
+local life, arrival, member = unpackPlace(ARGV[5] or '')
 local function refuse(key, pttl)
   if life then enqueue(meta, key, member, arrival, tonumber(life)) end
   if pttl < 0 then return -1 end
@@ -124,6 +126,22 @@ end
 return reply
 `,
 );
+
+/**
+ * The arguments of {@link ACQUIRE_SCRIPT}, without the trailing ones that
+ * say nothing (no fencing, no place).
+ */
+export function acquireArgs(
+  value: string,
+  ttl: number,
+  metaPrefix: string,
+  fencing: boolean,
+  place: string | undefined,
+): (string | number)[] {
+  if (place !== undefined)
+    return [value, ttl, metaPrefix, fencing ? 1 : 0, place];
+  return fencing ? [value, ttl, metaPrefix, 1] : [value, ttl, metaPrefix];
+}
 
 /**
  * Reads an acquire script reply: whether it granted, and the holder's

@@ -7,13 +7,14 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  * A client-side GET then DEL would race with that expiry.
  *
  * KEYS: the lock keys. ARGV[1]: the lock value, ARGV[2]: the meta prefix,
- * ARGV[3]: the caller's name in the wait queues (`<listener id> <value>
- * <lease>`; empty if it never waited), ARGV[4]: `1` when the caller is done
- * (it leaves the queues) or `0` when it takes back a failed attempt and
- * still waits (it keeps its place), followed, to reserve a place (below),
- * by ` <life> <arrival> <name>`: that place's life in ms, its arrival
- * (client clock, ms) and its name (`<listener id> <new value> <lease>`).
- * Packed, as in the acquire script: most releases are uncontended.
+ * ARGV[3]: `1` when the caller is done (it leaves the queues) or `0` when
+ * it takes back a failed attempt and still waits (it keeps its place),
+ * followed, to reserve a place (below), by ` <life> <arrival> <name>`: that
+ * place's life in ms, its arrival (client clock, ms) and its name
+ * (`<listener id> <new value> <lease>`); ARGV[4]: the caller's name in the
+ * wait queues (`<listener id> <value> <lease>`). Packed, as in the acquire
+ * script, and left out when they say nothing (`1`, no name: see
+ * `releaseArgs`): most releases are uncontended.
  * Returns `deleted * 2 + reserved`: how many keys it deleted, and `1` when
  * it queued the reserved place (one integer: see the acquire script); read
  * it with `releaseReply`.
@@ -43,7 +44,7 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
 export const RELEASE_SCRIPT = defineScript(
   'release',
   `
-local leave = string.sub(ARGV[4], 1, 1) == '1'
+local leave = not ARGV[3] or string.sub(ARGV[3], 1, 1) == '1'
 if #KEYS == 1
     and redis.call('EXISTS', ARGV[2] .. 'q:' .. KEYS[1]) == 0 then
   -- Nobody waits for it (the common case): a compare-and-delete, before
@@ -59,7 +60,7 @@ end
 ` +
     WAIT_QUEUE_LUA +
     `
-local meta, member = ARGV[2], ARGV[3]
+local meta, member = ARGV[2], ARGV[4] or ''
 local deleted, reserved = 0, 0
 for i = 1, #KEYS do
   local key = KEYS[i]
@@ -80,7 +81,7 @@ for i = 1, #KEYS do
       if waiter and waiter ~= member then
         handTo(meta, key, waiter)
         local life, arrival, name =
-          unpackPlace(string.sub(ARGV[4], 3))
+          unpackPlace(string.sub(ARGV[3] or '', 3))
         if #KEYS == 1 and life then
           enqueue(meta, key, name, arrival, tonumber(life))
           reserved = 1
@@ -98,6 +99,22 @@ end
 return deleted * 2 + reserved
 `,
 );
+
+/**
+ * The arguments of {@link RELEASE_SCRIPT}, without the trailing ones that
+ * say nothing (a caller that never waited and is done).
+ */
+export function releaseArgs(
+  value: string,
+  metaPrefix: string,
+  name: string | undefined,
+  leave: boolean,
+  reserve: string | undefined,
+): string[] {
+  const flag = (leave ? '1' : '0') + (reserve ? ' ' + reserve : '');
+  if (name) return [value, metaPrefix, flag, name];
+  return flag === '1' ? [value, metaPrefix] : [value, metaPrefix, flag];
+}
 
 /** Reads a release script reply. */
 export function releaseReply(reply: unknown): {
