@@ -1,0 +1,120 @@
+import { execFile } from 'node:child_process';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import * as source from 'nestjs-redlock';
+import { singleUrl, uniquePrefix } from '../utils/nodes.js';
+
+/**
+ * The package as a consumer installs it: built (both builds, as `npm run
+ * build` does, into a temporary directory), placed in a consumer's
+ * node_modules next to its peer dependencies, and loaded by plain Node
+ * scripts (copied from test/package/fixtures) through `require` and
+ * `import`.
+ */
+const run = promisify(execFile);
+const root = process.cwd();
+const fixtures = join(root, 'test/package/fixtures');
+const consumer = mkdtempSync(join(tmpdir(), 'nestjs-redlock-consumer-'));
+const installed = join(consumer, 'node_modules/nestjs-redlock');
+
+async function node(script: string, env: Record<string, string> = {}) {
+  const { stdout } = await run(process.execPath, [join(consumer, script)], {
+    cwd: consumer,
+    env: { ...process.env, ...env },
+    timeout: 60_000,
+  });
+  return JSON.parse(stdout) as Record<string, any>;
+}
+
+beforeAll(async () => {
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
+  await Promise.all([
+    run(process.execPath, [
+      tsc,
+      '-p',
+      'tsconfig.build.json',
+      '--outDir',
+      join(installed, 'dist/esm'),
+    ]),
+    run(process.execPath, [
+      tsc,
+      '-p',
+      'tsconfig.build.cjs.json',
+      '--outDir',
+      join(installed, 'dist/cjs'),
+    ]),
+  ]);
+  await run(process.execPath, [
+    'scripts/write-cjs-package.mjs',
+    join(installed, 'dist/cjs'),
+  ]);
+  copyFileSync('package.json', join(installed, 'package.json'));
+  // Scripts resolve packages from where they lie (and from inside this
+  // repository, `nestjs-redlock` would name the repository itself).
+  for (const script of ['exports.cjs', 'exports.mjs', 'two-copies.cjs'])
+    copyFileSync(join(fixtures, script), join(consumer, script));
+  // The peers the package needs, as an app would have installed them.
+  mkdirSync(join(consumer, 'node_modules/@nestjs'));
+  for (const peer of [
+    '@nestjs/common',
+    '@nestjs/core',
+    'ioredis',
+    'reflect-metadata',
+    'rxjs',
+  ])
+    symlinkSync(
+      join(root, 'node_modules', peer),
+      join(consumer, 'node_modules', peer),
+    );
+}, 120_000);
+
+afterAll(() => rmSync(consumer, { recursive: true, force: true }));
+
+describe('the published package', () => {
+  it('require() gets the CommonJS build and import the ESM build, with the same exports as the source', async () => {
+    const [required, imported] = await Promise.all([
+      node('exports.cjs'),
+      node('exports.mjs'),
+    ]);
+    expect(required.resolved).toBe(join(installed, 'dist/cjs/index.js'));
+    expect(imported.resolved).toBe(
+      'file://' + resolve(installed, 'dist/esm/index.js'),
+    );
+    const names = Object.keys(source).sort();
+    expect(names).toContain('RedlockModule');
+    expect(required.names).toEqual(names);
+    expect(imported.names).toEqual(names);
+  });
+
+  it('an app that loads both copies still has one lock: @Locked from either copy, one call chain, errors recognised across copies', async () => {
+    const report = await node('two-copies.cjs', {
+      REDIS_URL: singleUrl(),
+      KEY_PREFIX: uniquePrefix('dual'),
+    });
+    // Two copies of every class: the hazard this guards against is real.
+    expect(report.distinctCopies).toBe(true);
+    // @Locked from the ESM copy found the CommonJS copy's service.
+    expect(report.placed).toBe(5);
+    expect(report.overlaps).toBe(0);
+    // Both copies see the lock of the running call (one AsyncLocalStorage),
+    // so the nested call decorated by the other copy joined it instead of
+    // waiting for it (it would have timed out after 1 s).
+    expect(report.seen).toHaveLength(5);
+    for (const seen of report.seen) {
+      expect(seen.esmCurrent).toEqual(['sku:a']);
+      expect(seen.cjsCurrent).toEqual(['sku:a']);
+    }
+    expect(report.refused).toEqual({
+      name: 'LockNotAcquiredError',
+      isRedlockError: true,
+    });
+  });
+});
