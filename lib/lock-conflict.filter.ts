@@ -9,9 +9,10 @@ import { LockNotAcquiredError } from './errors/lock-not-acquired.error.js';
 
 /**
  * Answers HTTP requests whose handler could not get its lock with
- * `409 Conflict`, a JSON body naming the resources, and a `Retry-After`
- * header (whole seconds). Nest's default filter would answer 500 and cannot
- * set headers. Registered globally by `RedlockModule`; it catches only
+ * `409 Conflict` (held elsewhere) or `503 Service Unavailable` (a quorum of
+ * nodes unreachable, or the app shutting down): a JSON body naming the
+ * resources and the reason, and a `Retry-After` header (whole seconds).
+ * Nest's default filter would answer 500 and cannot set headers. Registered globally by `RedlockModule`; it catches only
  * `LockNotAcquiredError`, so the app's own filters keep handling the rest,
  * and filters bound to a controller or method still take precedence.
  * Outside HTTP the error goes on unchanged, the way each transport takes
@@ -36,18 +37,23 @@ export class LockConflictFilter implements ExceptionFilter<LockNotAcquiredError>
     const response: unknown = host.switchToHttp().getResponse();
     const retryAfter = Math.max(1, Math.ceil(error.retryAfter / 1000));
     httpAdapter.setHeader(response, 'Retry-After', String(retryAfter));
+    const status = error.statusCode;
     // The body names the resources, not the Redis nodes: node addresses are
     // internal and stay in the server's logs.
     httpAdapter.reply(
       response,
       {
-        statusCode: 409,
-        error: 'Conflict',
-        message: `The resource is locked: ${error.resources.join(', ')}. Retry after ${retryAfter} s.`,
+        statusCode: status,
+        error: status === 409 ? 'Conflict' : 'Service Unavailable',
+        message:
+          (status === 409
+            ? `The resource is locked: `
+            : `The lock service is unavailable for: `) +
+          `${error.resources.join(', ')}. Retry after ${retryAfter} s.`,
         resources: error.resources,
         reason: error.reason,
       },
-      409,
+      status,
     );
   }
 }

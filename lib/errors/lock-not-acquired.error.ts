@@ -17,13 +17,20 @@ export type LockFailureReason = 'busy' | 'unreachable' | 'expired' | 'closed';
 
 /**
  * The lock could not be acquired within the wait timeout. Maps to HTTP 409
- * (with `Retry-After`) in a Nest HTTP app.
+ * Conflict, or 503 Service Unavailable when the nodes could not be reached
+ * (both with `Retry-After`), in a Nest HTTP app.
  *
  * @publicApi
  */
 export class LockNotAcquiredError extends RedlockError {
-  /** HTTP status a controller answers with: 409 Conflict. */
-  readonly statusCode = 409;
+  /**
+   * HTTP status a controller answers with: 409 Conflict when someone else
+   * holds the resources (`busy`, `expired`), 503 Service Unavailable when
+   * the lock service itself failed (`unreachable`, `closed`): a client
+   * should retry both, but an outage is the server's problem, and monitors
+   * that count 5xx should see it.
+   */
+  readonly statusCode: 409 | 503;
 
   constructor(
     /** The resources asked for (not prefixed). */
@@ -41,6 +48,10 @@ export class LockNotAcquiredError extends RedlockError {
       `Could not acquire lock on ${resources.map((r) => `"${r}"`).join(', ')} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ` +
         `${REASONS[reason]} [${describeVotes(nodes)}]`,
     );
+    // An own field, not a getter: transports that serialise errors (RPC)
+    // carry own fields only.
+    this.statusCode =
+      reason === 'unreachable' || reason === 'closed' ? 503 : 409;
   }
 }
 

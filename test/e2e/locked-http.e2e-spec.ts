@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createApp, type TestApp } from '../fixtures/create-app.js';
 import { OrdersController, OrdersService } from '../fixtures/orders.fixture.js';
 import { sleep, Tracker } from '../fixtures/tracker.js';
+import { ownNodes } from '../utils/own-nodes.js';
 
 describe('@Locked on controllers over real HTTP', () => {
   let t: TestApp;
@@ -102,5 +103,43 @@ describe('@Locked on controllers over real HTTP', () => {
     expect(await ok.text()).toBe('ok i1 ic:i1');
     const next = await t.other.acquire('ic:i1', { waitTimeout: 1000 });
     await next.release();
+  });
+});
+
+describe('@Locked on controllers when the lock service is down', () => {
+  const { servers } = ownNodes(3);
+
+  it('answers 503 with the reason and Retry-After while a quorum of nodes does not answer, 201 once they do', async () => {
+    const t = await createApp(
+      { providers: [Tracker, OrdersService], controllers: [OrdersController] },
+      { clients: servers.map((s) => s.url) },
+    );
+    try {
+      await t.app.listen(0, '127.0.0.1');
+      const url = await t.app.getUrl();
+      servers[1].freeze();
+      servers[2].freeze();
+      let response: Response;
+      try {
+        response = await fetch(`${url}/orders/pay/8`, { method: 'POST' });
+      } finally {
+        servers[1].thaw();
+        servers[2].thaw();
+      }
+      expect(response.status).toBe(503);
+      expect(await response.json()).toMatchObject({
+        statusCode: 503,
+        error: 'Service Unavailable',
+        resources: ['pay:8'],
+        reason: 'unreachable',
+      });
+      expect(
+        Number(response.headers.get('retry-after')),
+      ).toBeGreaterThanOrEqual(1);
+      const after = await fetch(`${url}/orders/pay/8`, { method: 'POST' });
+      expect(after.status).toBe(201);
+    } finally {
+      await t.close();
+    }
   });
 });

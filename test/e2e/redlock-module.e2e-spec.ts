@@ -16,6 +16,7 @@ import { Redis } from 'ioredis';
 import {
   LOCK_SERVICE,
   LockNotAcquiredError,
+  type LockFailureReason,
   LockService,
   RedlockModule,
   type RedlockModuleOptions,
@@ -259,9 +260,19 @@ describe('RedlockModule', () => {
     });
   });
 
-  it('LockNotAcquiredError carries statusCode 409 for other transports to map', () => {
-    const error = new LockNotAcquiredError(['x'], 1, 'busy', [], 100);
-    expect(error.statusCode).toBe(409);
+  it('LockNotAcquiredError carries statusCode 409 (held elsewhere) or 503 (lock service down) for other transports to map', () => {
+    const status = (reason: LockFailureReason) =>
+      new LockNotAcquiredError(['x'], 1, reason, [], 100).statusCode;
+    expect(status('busy')).toBe(409);
+    expect(status('expired')).toBe(409);
+    expect(status('unreachable')).toBe(503);
+    expect(status('closed')).toBe(503);
+    const error = new LockNotAcquiredError(['x'], 1, 'unreachable', [], 100);
     expect(error.name).toBe('LockNotAcquiredError');
+    // Serialising transports carry own fields only.
+    expect(JSON.parse(JSON.stringify(error))).toMatchObject({
+      statusCode: 503,
+      reason: 'unreachable',
+    });
   });
 });
