@@ -1,4 +1,5 @@
 import {
+  BadRequestException,
   Inject,
   Injectable,
   type CallHandler,
@@ -6,6 +7,7 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { throwError, type Observable } from 'rxjs';
+import { LockKeyError } from './errors/lock-key.error.js';
 import { RedlockConfigError } from './errors/redlock-config.error.js';
 import type { RootLookup } from './keys/key-template.js';
 import { resolveKey } from './keys/lock-key.js';
@@ -21,7 +23,9 @@ const HTTP_PARTS = new Set(['params', 'query', 'body', 'headers', 'user']);
  * handler runs and while the Observable it returns streams (released in all
  * cases: complete, error, client gone). Handlers without `@LockKey` pass
  * through. An alternative to `@Locked` for controllers only: bind it with
- * `@UseInterceptors(LockInterceptor)` on a controller or a handler.
+ * `@UseInterceptors(LockInterceptor)` on a controller or a handler. A key
+ * that cannot be built from an HTTP request (a missing `<body.sku>`)
+ * answers 400 Bad Request.
  *
  * @publicApi
  */
@@ -42,16 +46,41 @@ export class LockInterceptor implements NestInterceptor {
       );
     return lockObservable(
       this.service.redlock,
-      () =>
-        resolveKey(meta.key!, contextLookup(context), meta.method, undefined, [
-          context,
-        ]),
+      () => {
+        try {
+          return resolveKey(
+            meta.key!,
+            contextLookup(context),
+            meta.method,
+            undefined,
+            [context],
+          );
+        } catch (error) {
+          throw asBadRequest(error, context);
+        }
+      },
       // Called inside the lock's async context, so the handler sees it.
       () => next.handle(),
       meta.runOptions,
       meta.options.onNotAcquired === 'skip',
     );
   }
+}
+
+/**
+ * A key read from an HTTP request that lacks the field is the request's
+ * fault: 400, naming the placeholder (not the class or method, which stay
+ * in the `LockKeyError` given as `cause`). The interceptor runs before any
+ * pipe could have rejected the request. Other transports get the
+ * `LockKeyError` itself.
+ */
+function asBadRequest(error: unknown, context: ExecutionContext): unknown {
+  if (!(error instanceof LockKeyError) || context.getType() !== 'http')
+    return error;
+  return new BadRequestException(
+    `Cannot build the lock key: ${error.placeholder} ${error.problem}`,
+    { cause: error },
+  );
 }
 
 function contextLookup(context: ExecutionContext): RootLookup {

@@ -104,6 +104,28 @@ describe('@Locked on controllers over real HTTP', () => {
     const next = await t.other.acquire('ic:i1', { waitTimeout: 1000 });
     await next.release();
   });
+
+  it('LockInterceptor answers 400 naming the placeholder when the request lacks the key field', async () => {
+    const post = (body: unknown) =>
+      fetch(`${url}/orders/intercepted-body`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    for (const body of [{}, { sku: '' }, { sku: { nested: 1 } }]) {
+      const response = await post(body);
+      expect(response.status).toBe(400);
+      const answer = (await response.json()) as { message: string };
+      expect(answer.message).toMatch(
+        /^Cannot build the lock key: <body\.sku> /,
+      );
+      // The class and method stay in the server's logs.
+      expect(answer.message).not.toMatch(/OrdersController/);
+    }
+    const ok = await post({ sku: 'k9' });
+    expect(ok.status).toBe(201);
+    expect(await ok.text()).toBe('ok k9 icb:k9');
+  });
 });
 
 describe('@Locked on controllers when the lock service is down', () => {
