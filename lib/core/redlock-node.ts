@@ -127,24 +127,37 @@ export const QUIT_TIMEOUT_MS = 1000;
  * connected (one connecting or reconnecting to a dead node would hold the
  * process open waiting), or after `QUIT_TIMEOUT_MS` without an answer (a
  * frozen or unreachable node keeps a connection `ready` for minutes).
+ * Resolves once the socket is closed (ioredis's `end`), not when QUIT is
+ * answered: an app that awaited `quit()` (or `app.close()`) then has no
+ * socket of ours left open, and a test runner's open-handle check finds
+ * none. That wait is bounded by `QUIT_TIMEOUT_MS` too.
  */
 export async function closeClient(client: Redis): Promise<void> {
-  if (client.status !== 'ready') {
-    client.disconnect();
-    return;
-  }
+  if (client.status === 'end') return;
   let timer: NodeJS.Timeout | undefined;
-  const answered = await Promise.race([
-    client.quit().then(
-      () => true,
-      () => false,
-    ),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), QUIT_TIMEOUT_MS);
-    }),
-  ]);
-  clearTimeout(timer);
-  if (!answered) client.disconnect();
+  const expire = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), QUIT_TIMEOUT_MS);
+  });
+  const ended = new Promise<true>((resolve) =>
+    client.once('end', () => resolve(true)),
+  );
+  try {
+    if (client.status === 'ready') {
+      const answered = await Promise.race([
+        client.quit().then(
+          () => true,
+          () => false,
+        ),
+        expire,
+      ]);
+      if (!answered) client.disconnect();
+    } else {
+      client.disconnect();
+    }
+    if (!(await Promise.race([ended, expire]))) client.disconnect();
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import * as source from 'nestjs-redlock';
-import { singleUrl, uniquePrefix } from '../utils/nodes.js';
+import { quorumUrls, singleUrl, uniquePrefix } from '../utils/nodes.js';
 
 /**
  * The package as a consumer installs it: built (both builds, as `npm run
@@ -59,7 +59,12 @@ beforeAll(async () => {
   copyFileSync('package.json', join(installed, 'package.json'));
   // Scripts resolve packages from where they lie (and from inside this
   // repository, `nestjs-redlock` would name the repository itself).
-  for (const script of ['exports.cjs', 'exports.mjs', 'two-copies.cjs'])
+  for (const script of [
+    'exports.cjs',
+    'exports.mjs',
+    'two-copies.cjs',
+    'exits.mjs',
+  ])
     copyFileSync(join(fixtures, script), join(consumer, script));
   // The peers the package needs, as an app would have installed them.
   mkdirSync(join(consumer, 'node_modules/@nestjs'));
@@ -116,5 +121,18 @@ describe('the published package', () => {
       name: 'LockNotAcquiredError',
       isRedlockError: true,
     });
+  });
+
+  it('quit() leaves nothing that keeps the process alive: it ends by itself after waiters, release messages and a watchdog', async () => {
+    const started = Date.now();
+    // node() rejects if the script does not end within its 60 s timeout.
+    const report = await node('exits.mjs', {
+      REDIS_URLS: quorumUrls().join(','),
+      KEY_PREFIX: uniquePrefix('exit'),
+    });
+    expect(report.cutOff).toBe('closed');
+    // No socket, timer or immediate of the library left once quit() resolved.
+    expect(report.open).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 });
