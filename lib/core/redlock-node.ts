@@ -154,6 +154,9 @@ export async function closeClient(client: Redis): Promise<void> {
     } else {
       client.disconnect();
     }
+    // A client waiting to reconnect has no socket left and never says
+    // 'end' after disconnect(): nothing to wait for.
+    if (!client.stream || client.stream.destroyed) return;
     if (!(await Promise.race([ended, expire]))) client.disconnect();
   } finally {
     clearTimeout(timer);

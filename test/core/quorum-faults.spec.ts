@@ -12,6 +12,7 @@ import {
   scanKeys,
   type RedisServer,
 } from '../../scripts/redis-nodes.mjs';
+import { QUIT_TIMEOUT_MS } from '../../lib/core/redlock-node.js';
 import { closeAll, uniquePrefix } from '../utils/nodes.js';
 
 // These tests stop and freeze nodes, so they run on five servers of their own.
@@ -67,6 +68,33 @@ describe('quorum under node faults (own 5 servers)', () => {
     const down = redlock();
     expect(await down.ready(300)).toBe(false);
     await down.quit();
+  });
+
+  it('quit() closes the live connections before it resolves, without waiting for nodes that are down', async () => {
+    const r = redlock();
+    expect(await r.ready()).toBe(true);
+    await servers[3].kill();
+    await servers[4].kill();
+    const clients = r.nodes.map((n) => n.client);
+    for (let i = 0; i < 100 && clients[4].status === 'ready'; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(clients[3].status).not.toBe('ready');
+    const started = Date.now();
+    await r.quit();
+    // The dead ones were waiting to reconnect and are not waited for (up
+    // to QUIT_TIMEOUT_MS each otherwise).
+    expect(Date.now() - started).toBeLessThan(QUIT_TIMEOUT_MS);
+    // The live ones answered QUIT and their sockets are closed.
+    expect(clients.slice(0, 3).map((c) => c.status)).toEqual([
+      'end',
+      'end',
+      'end',
+    ]);
+    // The dead ones stopped trying: back up, they are not reconnected to.
+    await Promise.all([servers[3].restart(), servers[4].restart()]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    for (const client of clients.slice(3))
+      expect(['ready', 'connect', 'connecting']).not.toContain(client.status);
   });
 
   it('holds the lock with 2 of 5 nodes stopped', async () => {
