@@ -612,7 +612,13 @@ export class Redlock implements LockOperations {
     });
   }
 
-  /** Closes the clients the library created; borrowed clients are left open. */
+  /**
+   * Closes the clients the library created (borrowed clients are left
+   * open) and the release listener's subscribers. Resolves once their
+   * sockets are closed: nothing of this instance keeps the process alive
+   * after it (a node that is down is not waited for; one that does not
+   * answer QUIT has its connection dropped after 1 s).
+   */
   async quit(): Promise<void> {
     this.closed = true;
     this.keepAlive.stop();
