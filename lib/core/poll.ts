@@ -11,6 +11,13 @@ export function votesOf(ballots: readonly Ballot[]): NodeVote[] {
   return ballots.map(({ node, outcome, error }) => ({ node, outcome, error }));
 }
 
+/**
+ * How long, in node timeouts, a poll may wait for nodes that keep
+ * answering other requests (busy, not down) before it reports them as
+ * timed out.
+ */
+export const BUSY_WAIT_LIMIT = 20;
+
 /** Counts of a poll so far. */
 export interface Tally {
   granted: number;
@@ -26,6 +33,17 @@ export interface Tally {
  * a quorum granted), or when every node answered, or after `timeoutMs`:
  * a hung node costs at most that, never blocks the others, and nodes that did
  * not answer in time are reported as `timeout`. One timer serves all nodes.
+ *
+ * A node that is still answering is busy, not down: past `timeoutMs`, the
+ * poll waits another `timeoutMs` for a pending node that answered some
+ * request (of any poll) in the last one, or when the client was too busy
+ * to hear it, up to `BUSY_WAIT_LIMIT` node timeouts in all. A burst of thousands of requests
+ * in one tick (locks released together at shutdown) takes a node longer
+ * than the node timeout to work through, and without this every late
+ * answer was reported as a failed node, though the node did the work. A
+ * frozen or unreachable node stops answering, and is given up on within two
+ * node timeouts of its last answer. Acquires lose nothing by the wait: their
+ * validity counts from the attempt's start.
  */
 export function poll(
   nodes: readonly RedlockNode[],
@@ -45,6 +63,7 @@ export function poll(
       pending: nodes.length,
     };
     let done = false;
+    const started = performance.now();
     const finish = () => {
       if (done) return;
       done = true;
@@ -56,6 +75,7 @@ export function poll(
       );
     };
     const record = (i: number, ballot: Ballot, outcome: NodeOutcome) => {
+      nodes[i].lastAnswerAt = performance.now();
       if (outcome !== 'error') answered?.(i);
       if (done) return;
       ballots[i] = ballot;
@@ -76,7 +96,29 @@ export function poll(
         );
       }
     });
-    const timer = setTimeout(finish, timeoutMs);
+    // Past the node timeout: wait another node timeout while a pending
+    // node answered something in the last one (see above), or when the
+    // client itself could not have heard it: its timer ran late by more
+    // than half a node timeout (a burst kept the event loop busy sending
+    // or parsing). Decided after the loop's I/O phase, so that answers
+    // waiting on the sockets count.
+    let checkedAt = started;
+    let dueAt = started + timeoutMs;
+    const decide = () => {
+      if (done) return;
+      const now = performance.now();
+      if (now - started >= BUSY_WAIT_LIMIT * timeoutMs) return finish();
+      let wait = now - dueAt > timeoutMs / 2;
+      for (let i = 0; i < nodes.length && !wait; i++)
+        wait =
+          ballots[i] === undefined && (nodes[i].lastAnswerAt ?? 0) > checkedAt;
+      if (!wait) return finish();
+      checkedAt = now;
+      dueAt = now + timeoutMs;
+      timer = setTimeout(expire, timeoutMs);
+    };
+    const expire = () => void setImmediate(decide);
+    let timer = setTimeout(expire, timeoutMs);
     requests.forEach((request, i) => {
       const node = nodes[i];
       const failed = (error: unknown) => {

@@ -31,6 +31,13 @@ export class RedlockNode {
     readonly owned: boolean,
   ) {}
 
+  /**
+   * When this node last answered a request of a poll (`performance.now()`),
+   * successfully or with an error reply: a node that answers is alive,
+   * even when a burst keeps it busy past the node timeout (see `poll`).
+   */
+  lastAnswerAt?: number;
+
   /** Writes of this tick: the first sent, or the socket corked for the rest. */
   private tick?: 'first' | Redis['stream'];
 
