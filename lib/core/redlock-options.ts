@@ -28,7 +28,9 @@ export interface LockTimingOptions {
   /**
    * How long one request to one node may take, in ms, before that node counts
    * as failed for this attempt. Must be below `ttl`. Default: `ttl / 10`,
-   * capped at 100 ms.
+   * capped at 100 ms. A node that is still answering other requests (busy
+   * with a burst of thousands) is waited for in further steps of this
+   * length, up to 20 of them; one that stopped answering is not.
    */
   nodeTimeout?: number;
 }
