@@ -33,6 +33,7 @@ import {
   acquireArgs,
   acquireReply,
   EXTEND_MANY_SCRIPT,
+  extendManyArgs,
   EXTEND_SCRIPT,
   KEEP_SCRIPT,
   packPlace,
@@ -866,16 +867,13 @@ export class Redlock implements LockOperations {
     // settles meanwhile changes lock.ttl, not what these requests set.
     const leases = locks.map((lock) => lock.ttl);
     const chunks: { keys: string[]; args: (string | number)[] }[] = [];
-    for (let i = 0; i < locks.length; i += EXTEND_CHUNK) {
-      const end = Math.min(i + EXTEND_CHUNK, locks.length);
-      const keys: string[] = [];
-      const args: (string | number)[] = [end - i];
-      for (let j = i; j < end; j++) {
-        keys.push(...locks[j].keys);
-        args.push(locks[j].keys.length, locks[j].value, Math.ceil(leases[j]));
-      }
-      chunks.push({ keys, args });
-    }
+    for (let i = 0; i < locks.length; i += EXTEND_CHUNK)
+      chunks.push(
+        extendManyArgs(
+          locks.slice(i, i + EXTEND_CHUNK),
+          leases.slice(i, i + EXTEND_CHUNK).map(Math.ceil),
+        ),
+      );
     const start = this.clock.now();
     // A big batch takes the node a little longer (1 ms per 100 locks), and
     // a late answer still counts while the validity lasts: wait up to half

@@ -189,6 +189,26 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
     await lock.release();
   });
 
+  it('one batch extends locks of one key and of several keys, by their own leases, and only where the value still holds', async () => {
+    const single = await redlock.acquire('mix:a', { ttl: 2000 });
+    const multi = await redlock.acquire(['mix:b', 'mix:c'], { ttl: 2000 });
+    const longer = await redlock.acquire('mix:d', { ttl: 5000 });
+    const taken = await redlock.acquire('mix:e', { ttl: 2000 });
+    // Someone else's value on one node (the key expired and was taken).
+    await admin[0].set(`${prefix}mix:e`, 'someone-else', 'PX', 2000);
+    await redlock.extendMany([single, multi, longer, taken]);
+    const pttl = (key: string) =>
+      Promise.all(admin.map((c) => c.pttl(`${prefix}${key}`)));
+    // Renewed to their leases: above what is left of the first 2 s.
+    for (const key of ['mix:a', 'mix:b', 'mix:c'])
+      for (const left of await pttl(key)) expect(left).toBeGreaterThan(1900);
+    for (const left of await pttl('mix:d')) expect(left).toBeGreaterThan(4900);
+    // Extended where its value held (a quorum of 2 of 3): still held.
+    expect(taken.isLost).toBe(false);
+    expect(await admin[0].get(`${prefix}mix:e`)).toBe('someone-else');
+    await Promise.all([single, multi, longer, taken].map((l) => l.release()));
+  });
+
   it('a batch extension settles with the lease it sent, not one an extension by hand set meanwhile', async () => {
     const lock = await redlock.acquire('race', { ttl: 1500 });
     servers[1].freeze();
