@@ -51,7 +51,13 @@ export type OnLockLost = 'throw' | 'ignore';
  * @publicApi
  */
 export interface AcquireOptions extends LockTimingOptions {
-  /** Stops waiting when aborted; the acquire rejects with the signal's reason. */
+  /**
+   * Gives up when aborted: the acquire rejects with the signal's reason,
+   * whether it waits in this process, waits on the nodes or has an attempt
+   * out (keys granted after the abort are taken back, never handed out). An
+   * aborted signal rejects at once, before any Redis call. `tryAcquire`
+   * reads it too.
+   */
   signal?: AbortSignal;
   /**
    * Give the lock fencing tokens (`lock.fencingToken`, `lock.fencingTokens`),

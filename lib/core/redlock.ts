@@ -15,7 +15,13 @@ import {
 import { KeepAlive, type WatchdogOptions } from './keep-alive.js';
 import { LocalQueue } from './local-queue.js';
 import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
-import { poll, votesOf, type Ballot, type Tally } from './poll.js';
+import {
+  BUSY_WAIT_LIMIT,
+  poll,
+  votesOf,
+  type Ballot,
+  type Tally,
+} from './poll.js';
 import { closeNodes, createNodes, type RedlockNode } from './redlock-node.js';
 import {
   REDLOCK_DEFAULTS,
@@ -27,7 +33,11 @@ import {
 import { nodeBit, ReleaseListener } from './release-listener.js';
 import { Reservations, type Reservation } from './reservations.js';
 import { normalizeResources } from './resources.js';
-import { checkRunOptions, checkWatchdogOptions } from './run-options.js';
+import {
+  checkRunOptions,
+  checkSignalOption,
+  checkWatchdogOptions,
+} from './run-options.js';
 import {
   ACQUIRE_SCRIPT,
   acquireArgs,
@@ -155,8 +165,12 @@ export class Redlock implements LockOperations {
   readonly reservations: Reservations;
   /** Set by `quit()`: waiting acquires give up, new ones are refused. */
   private closed = false;
-  /** Acquires talking to the nodes (`quit()` lets them finish first). */
-  private readonly active = new Set<Promise<Lock>>();
+  /**
+   * Acquires talking to the nodes, each with its node timeout: `quit()` lets
+   * them finish (and take back what they were granted) before it closes the
+   * connections.
+   */
+  private readonly active = new Map<Promise<unknown>, number>();
   /** Releases that leave late, held back (`linger`) or after a renewal (`renewForNext`): `quit()` waits for them. */
   private readonly deferred = new Set<Promise<ReleaseResult>>();
 
@@ -299,8 +313,8 @@ export class Redlock implements LockOperations {
     const timing = this.resolveTiming(options);
     const keys = names.map((r) => this.keyOf(r));
     const fencing = this.resolveFencing(options);
-    const signal = options?.signal;
-    signal?.throwIfAborted();
+    const signal = checkSignalOption(options?.signal);
+    if (signal?.aborted) throw signal.reason;
     if (this.closed) throw this.closedError(names, 0);
     const giveUpAt = this.clock.now() + timing.waitTimeout;
     // Callers of this process for the same resources take turns: only the
@@ -340,7 +354,7 @@ export class Redlock implements LockOperations {
       signal,
       fencing,
     );
-    this.active.add(inTurn);
+    this.active.set(inTurn, timing.nodeTimeout);
     try {
       lock = await inTurn;
       this.count(queuedLocally || lock.waited);
@@ -382,7 +396,7 @@ export class Redlock implements LockOperations {
         }
       : undefined;
     let attempt = 0;
-    let grantedWhileClosing = false;
+    let takeBack = false;
     // A key given to us while an attempt is still out is heard all the same.
     const stopExpecting = queue && this.releases.expect(keys, value);
     try {
@@ -406,7 +420,7 @@ export class Redlock implements LockOperations {
         if (lock) return lock;
       }
       for (;;) {
-        signal?.throwIfAborted();
+        if (signal?.aborted) throw signal.reason;
         if (this.closed) throw this.closedError(names, attempt);
         attempt++;
         const result = await this.attempt(
@@ -418,11 +432,14 @@ export class Redlock implements LockOperations {
           queue,
         );
         if (result.lock) {
-          // Granted while quit() ran: a lock now could not even be
-          // released; the clean-up below takes the keys back.
-          if (this.closed) {
-            grantedWhileClosing = true;
-            throw this.closedError(names, attempt);
+          // Granted while quit() ran (a lock now could not even be
+          // released) or after the caller gave up: the clean-up below
+          // takes the keys back.
+          if (this.closed || signal?.aborted) {
+            takeBack = true;
+            throw signal?.aborted
+              ? signal.reason
+              : this.closedError(names, attempt);
           }
           result.lock.waited = attempt > 1 || reserved !== undefined;
           // A place reserved on no node: nobody was queued at the release.
@@ -444,10 +461,7 @@ export class Redlock implements LockOperations {
       // Gave up (timeout, abort, outage, quit()): leave the nodes' wait
       // queues, or releases would give keys to a waiter that is gone (and
       // take back keys given to us meanwhile).
-      if (
-        (queue !== undefined && (attempt > 0 || reserved)) ||
-        grantedWhileClosing
-      )
+      if ((queue !== undefined && (attempt > 0 || reserved)) || takeBack)
         await this.sendRelease(this.nodes, keys, value, timing.nodeTimeout, {
           name: queue?.name,
           leave: true,
@@ -491,8 +505,11 @@ export class Redlock implements LockOperations {
       // This wait's notes are ours to read once, whatever happens next.
       given = this.releases.takeGiven(value);
     }
-    // quit() woke us: a lock now could not even be released.
+    // quit() woke us: a lock now could not even be released. The caller's
+    // clean-up takes back a key given to us meanwhile, as it does when the
+    // caller gave up.
     if (this.closed) throw this.closedError(names, context.attempt);
+    if (signal?.aborted) throw signal.reason;
     return queue && this.transferred(names, keys, value, timing, given, queue);
   }
 
@@ -500,7 +517,8 @@ export class Redlock implements LockOperations {
    * One attempt, no waiting. Resolves `null` when the resources are held by
    * someone else; rejects with `LockNotAcquiredError` when fewer than a quorum
    * of nodes answered, or they answered too late (an infrastructure failure
-   * must not look like "busy").
+   * must not look like "busy"), and with reason `closed` once `quit()` ran
+   * (a lock granted while it ran is taken back).
    */
   async tryAcquire(
     resources: string | string[],
@@ -510,6 +528,8 @@ export class Redlock implements LockOperations {
     const timing = this.resolveTiming(options);
     const keys = names.map((r) => this.keyOf(r));
     const fencing = this.resolveFencing(options);
+    const signal = checkSignalOption(options?.signal);
+    if (signal?.aborted) throw signal.reason;
     // As acquire(): borrowed clients stay open after quit(), and a lock
     // taken now could not even be released.
     if (this.closed) throw this.closedError(names, 0);
@@ -522,9 +542,34 @@ export class Redlock implements LockOperations {
       this.localQueue.hold(line, adopted);
       return adopted;
     }
+    const attempt = this.tryOnce(names, keys, timing, fencing, signal);
+    this.active.set(attempt, timing.nodeTimeout);
+    try {
+      return await attempt;
+    } finally {
+      this.active.delete(attempt);
+    }
+  }
+
+  private async tryOnce(
+    names: string[],
+    keys: string[],
+    timing: ResolvedTiming,
+    fencing: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<Lock | null> {
     const value = randomValue();
     const result = await this.attempt(names, keys, value, timing, fencing);
-    if (result.lock) return result.lock;
+    if (result.lock) {
+      if (!this.closed && !signal?.aborted) return result.lock;
+      // Granted while quit() ran (the caller could not release it) or after
+      // the caller gave up: take the keys back, while the connections are
+      // open.
+      await this.sendRelease(this.nodes, keys, value, timing.nodeTimeout, {
+        leave: true,
+      });
+      throw signal?.aborted ? signal.reason : this.closedError(names, 1);
+    }
     if (result.reason === 'busy') return null;
     throw this.notAcquired(names, 1, result);
   }
@@ -615,7 +660,9 @@ export class Redlock implements LockOperations {
 
   /**
    * Closes the clients the library created (borrowed clients are left
-   * open) and the release listener's subscribers. Resolves once their
+   * open) and the release listener's subscribers, after waiting acquires
+   * gave up and attempts in flight took back what they were granted
+   * (bounded by 40 node timeouts). Resolves once their
    * sockets are closed: nothing of this instance keeps the process alive
    * after it (a node that is down is not waited for; one that does not
    * answer QUIT has its connection dropped after 1 s).
@@ -626,16 +673,20 @@ export class Redlock implements LockOperations {
     // Acquires give up and leave the nodes' queues while the connections
     // are still open: a place left behind could still be given a key, held
     // for its whole lease by a process that is gone. Waiters are woken; an
-    // attempt in flight ends within its node timeout, and its clean-up
-    // within another (a polling waiter, not woken, gives up at its next
-    // attempt).
+    // attempt in flight ends, and takes back what it was granted, before
+    // the connections close (a polling waiter, not woken, gives up at its
+    // next attempt).
     this.localQueue.closeAll();
     this.releases.wakeAll();
+    // Bounded all the same: an attempt and its clean-up are two polls,
+    // each of at most BUSY_WAIT_LIMIT node timeouts (nodes busy with a
+    // burst); with nodes down or hung, two node timeouts in all.
+    const slowest = Math.max(0, ...this.active.values());
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.allSettled([...this.active]),
+      Promise.allSettled([...this.active.keys()]),
       new Promise((resolve) => {
-        timer = setTimeout(resolve, 2 * this.timing.nodeTimeout + 50);
+        timer = setTimeout(resolve, 2 * BUSY_WAIT_LIMIT * slowest + 50);
       }),
     ]);
     clearTimeout(timer);

@@ -44,3 +44,31 @@ export function checkRunOptions(
       `must be ${ON_LOCK_LOST.map((v) => `'${v}'`).join(' or ')}, got ${show(onLockLost)}`,
     );
 }
+
+/**
+ * Checks the `signal` of an acquire: anything else than an `AbortSignal`
+ * would fail later, deep in the wait, with a message that names no option.
+ * Duck-typed, as signals from another realm (a test VM, a polyfill) are
+ * not instances of this one's class.
+ */
+export function checkSignalOption(
+  signal: unknown,
+  field = 'options.signal',
+): AbortSignal | undefined {
+  if (signal === undefined) return undefined;
+  if (
+    typeof signal === 'object' &&
+    signal !== null &&
+    'aborted' in signal &&
+    typeof signal.aborted === 'boolean' &&
+    'addEventListener' in signal &&
+    typeof signal.addEventListener === 'function' &&
+    'removeEventListener' in signal &&
+    typeof signal.removeEventListener === 'function'
+  )
+    return signal as AbortSignal;
+  throw new RedlockConfigError(
+    field,
+    `must be an AbortSignal, got ${show(signal)}`,
+  );
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Lock } from 'nestjs-redlock';
+import { LockNotAcquiredError, type Lock } from 'nestjs-redlock';
 import { flushed, uniquePrefix } from '../utils/nodes.js';
 import { ownNodes } from '../utils/own-nodes.js';
 import { scanKeys } from '../../scripts/redis-nodes.mjs';
@@ -42,6 +42,39 @@ describe('a burst of requests past the node timeout', () => {
     await flushed(redlock);
     for (const client of admin)
       expect(await scanKeys(client, `${prefix}many:*`)).toEqual([]);
+  });
+
+  it('quit() during a burst of acquires lets them finish and take back what they were granted: no key is left but those of locks handed out', async () => {
+    const prefix = uniquePrefix('quitburst');
+    // A short node timeout: quit() waited at most two of them (+50 ms) for
+    // attempts in flight, far less than the nodes take to work through the
+    // burst; then it closed the connections under the attempts' clean-up.
+    const redlock = prefixed(prefix, { ttl: 30_000, nodeTimeout: 50 });
+    await (await redlock.acquire('warm')).release();
+    const calls = Array.from({ length: count }, (_, i) =>
+      i % 2 ? redlock.acquire(`many:${i}`) : redlock.tryAcquire(`many:${i}`),
+    );
+    // Every request is written before quit() runs.
+    await new Promise((resolve) => setImmediate(resolve));
+    await redlock.quit();
+    const settled = await Promise.allSettled(calls);
+    const handedOut = new Set<string>();
+    let refused = 0;
+    for (const outcome of settled) {
+      if (outcome.status === 'fulfilled') {
+        for (const key of outcome.value?.keys ?? []) handedOut.add(key);
+      } else {
+        expect(outcome.reason).toBeInstanceOf(LockNotAcquiredError);
+        expect((outcome.reason as LockNotAcquiredError).reason).toBe('closed');
+        refused++;
+      }
+    }
+    for (const client of admin) {
+      const left = await scanKeys(client, `${prefix}many:*`);
+      expect(left.filter((key) => !handedOut.has(key))).toEqual([]);
+    }
+    // quit() came before most answers: the test is about those.
+    expect(refused).toBeGreaterThan(count / 2);
   });
 
   it('a node frozen during the burst is still given up on: the releases settle with the others', async () => {
