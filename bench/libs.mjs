@@ -8,13 +8,23 @@ import NodeRedlock from 'redlock';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { Mutex, RedlockMutex } from 'redis-semaphore';
 import { createLock, createRedlock, IoredisAdapter } from 'redlock-universal';
-import { JitteredRetry, Redlock as Ours } from '../dist/esm/index.js';
+import { resolve } from 'node:path';
+import * as ours from '../dist/esm/index.js';
 import { sleep } from './util.mjs';
 
 export const OURS = 'nestjs-redlock';
 export const FLOOR = 'raw ioredis';
 export const PEERS = ['redlock', '@sesamecare-oss/redlock', 'redis-semaphore', 'redlock-universal'];
-export const ALL = [OURS, FLOOR, ...PEERS];
+/**
+ * BENCH_BASELINE=<checkout with a build>: adds that build of this library as
+ * 'baseline', run interleaved with the others, to measure one change (A/B).
+ * It is not a peer: the ratios ignore it.
+ */
+export const BASELINE = 'baseline';
+const baseline = process.env.BENCH_BASELINE
+  ? await import(resolve(process.env.BENCH_BASELINE, 'dist/esm/index.js'))
+  : undefined;
+export const ALL = [OURS, ...(baseline ? [BASELINE] : []), FLOOR, ...PEERS];
 
 /** Peers poll every 10 ms in contention (their most aggressive sensible setting). */
 const POLL = 10;
@@ -38,10 +48,12 @@ async function closeClients(clients) {
 export async function createLib(name, urls, { ttl, wait }) {
   const quorum = Math.floor(urls.length / 2) + 1;
   switch (name) {
-    case OURS: {
+    case OURS:
+    case BASELINE: {
+      const { Redlock, JitteredRetry } = name === OURS ? ours : baseline;
       // Default settings: only the lease and the wait budget are set.
       // BENCH_OURS (JSON) overrides options, for experiments only.
-      const redlock = new Ours({ clients: urls, ttl, waitTimeout: wait, ...JSON.parse(process.env.BENCH_OURS ?? '{}') });
+      const redlock = new Redlock({ clients: urls, ttl, waitTimeout: wait, ...JSON.parse(process.env.BENCH_OURS ?? '{}') });
       if (process.env.BENCH_OURS_POLL) redlock.waitStrategy = new JitteredRetry();
       await Promise.all(redlock.nodes.map((n) => n.client.ping()));
       return {
