@@ -106,8 +106,11 @@ export interface RedlockOptions extends LockTimingOptions {
   /** Prefix of lock keys: resource `order:42` is key `lock:order:42`. Default `lock:`. */
   keyPrefix?: string;
   /**
-   * Prefix of everything else the library keeps in Redis (counters, channels).
-   * Must not start with `keyPrefix` nor be its prefix. Default `redlock:`.
+   * Prefix of everything else the library keeps in Redis (wait queues,
+   * fencing counters, channels). Must not start with `keyPrefix` nor be its
+   * prefix. Default `redlock:`. Replicas that lock the same resources must
+   * share it: with different ones they still exclude each other, but keep
+   * separate wait queues and fencing counters (tokens not comparable).
    */
   metaPrefix?: string;
   /**
