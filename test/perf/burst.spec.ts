@@ -52,9 +52,7 @@ describe('a burst of requests past the node timeout', () => {
     const redlock = prefixed(prefix, { ttl: 30_000, nodeTimeout: 50 });
     await (await redlock.acquire('warm')).release();
     const calls = Array.from({ length: count }, (_, i) =>
-      i % 2
-        ? redlock.acquire(`many:${i}`)
-        : redlock.tryAcquire(`many:${i}`),
+      i % 2 ? redlock.acquire(`many:${i}`) : redlock.tryAcquire(`many:${i}`),
     );
     const settled = Promise.allSettled(calls);
     // Every request is written before quit() runs.
