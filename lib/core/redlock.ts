@@ -53,6 +53,7 @@ import {
 } from './scripts/index.js';
 import {
   clockDrift,
+  requireNonNegative,
   resolveTiming,
   show,
   type ResolvedTiming,
@@ -165,6 +166,8 @@ export class Redlock implements LockOperations {
   readonly reservations: Reservations;
   /** Set by `quit()`: waiting acquires give up, new ones are refused. */
   private closed = false;
+  /** Pending `ready()` waits: `quit()` ends them rather than leave their timers. */
+  private readonly readyWaits = new Set<() => void>();
   /**
    * Acquires talking to the nodes, each with its node timeout: `quit()` lets
    * them finish (and take back what they were granted) before it closes the
@@ -637,24 +640,29 @@ export class Redlock implements LockOperations {
    * as soon as a quorum answers). Until then, an acquire would spend its
    * node timeout on connecting, and a single attempt (`tryAcquire`) right
    * after start-up could fail as `unreachable`. `RedlockModule` awaits it
-   * before the application starts.
+   * before the application starts. `quit()` ends a pending wait with
+   * `false`.
    */
   ready(timeoutMs = 5000): Promise<boolean> {
+    requireNonNegative('timeoutMs', timeoutMs);
     const connected = () =>
+      !this.closed &&
       this.nodes.filter((n) => n.client.status === 'ready').length >=
-      this.quorum;
-    if (connected()) return Promise.resolve(true);
+        this.quorum;
+    if (connected() || this.closed) return Promise.resolve(connected());
     return new Promise((resolve) => {
-      const done = (result: boolean) => {
+      const done = () => {
         clearTimeout(timer);
         for (const node of this.nodes) node.client.off('ready', check);
-        resolve(result);
+        this.readyWaits.delete(done);
+        resolve(connected());
       };
       const check = () => {
-        if (connected()) done(true);
+        if (connected()) done();
       };
-      const timer = setTimeout(() => done(connected()), timeoutMs);
+      const timer = setTimeout(done, timeoutMs);
       for (const node of this.nodes) node.client.on('ready', check);
+      this.readyWaits.add(done);
     });
   }
 
@@ -669,6 +677,7 @@ export class Redlock implements LockOperations {
    */
   async quit(): Promise<void> {
     this.closed = true;
+    for (const done of [...this.readyWaits]) done();
     this.keepAlive.stop();
     // Acquires give up and leave the nodes' queues while the connections
     // are still open: a place left behind could still be given a key, held

@@ -67,7 +67,16 @@ describe('quorum under node faults (own 5 servers)', () => {
     await servers[2].kill();
     const down = redlock();
     expect(await down.ready(300)).toBe(false);
+    // quit() ends a pending wait at once: its timer would otherwise keep
+    // the process alive for the rest of the wait (5 s by default).
+    const waiting = down.ready(60_000);
+    let answer: boolean | undefined;
+    void waiting.then((ready) => (answer = ready));
     await down.quit();
+    await Promise.resolve();
+    expect(answer).toBe(false);
+    expect(await down.ready()).toBe(false);
+    expect(() => down.ready(-1)).toThrow(/timeoutMs/);
   });
 
   it('quit() closes the live connections before it resolves, without waiting for nodes that are down', async () => {
