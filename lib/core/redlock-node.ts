@@ -14,9 +14,20 @@ import { show } from './timing.js';
  * request that arrives late is worth nothing, and the per-node timeout has
  * already counted it as failed.
  */
+/**
+ * For clients the library owns: `closeClient` drops a connection only once
+ * it is done with it (QUIT unanswered, or not connected), so ioredis's 2 s
+ * grace before it destroys the socket would only keep the process alive.
+ * For a client reconnecting to a node that is down, that timer even waits
+ * on a socket closed already (ioredis #1247), and held an app's exit after
+ * `quit()` for 2 s.
+ */
+export const DROP_AT_ONCE: RedisOptions = { disconnectTimeout: 0 };
+
 const OWNED_CLIENT_DEFAULTS: RedisOptions = {
   maxRetriesPerRequest: 0,
   lazyConnect: true,
+  ...DROP_AT_ONCE,
 };
 
 /**

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { closeClient, type RedlockNode } from './redlock-node.js';
+import { closeClient, DROP_AT_ONCE, type RedlockNode } from './redlock-node.js';
 
 /** One waiting acquire, as the listener sees it. */
 interface Listening {
@@ -189,6 +189,7 @@ export class ReleaseListener {
         // to the user's process by Node's default. We subscribe again
         // ourselves, below.
         autoResubscribe: false,
+        ...DROP_AT_ONCE,
       });
       sub.on('error', () => undefined);
       sub.on('message', (_channel: string, message: string) =>

@@ -6,6 +6,7 @@ import {
   rmSync,
   symlinkSync,
 } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -24,6 +25,15 @@ const root = process.cwd();
 const fixtures = join(root, 'test/package/fixtures');
 const consumer = mkdtempSync(join(tmpdir(), 'nestjs-redlock-consumer-'));
 const installed = join(consumer, 'node_modules/nestjs-redlock');
+
+/** A loopback port nothing listens on (a node that is down). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 async function node(script: string, env: Record<string, string> = {}) {
   const { stdout } = await run(process.execPath, [join(consumer, script)], {
@@ -123,12 +133,13 @@ describe('the published package', () => {
     });
   });
 
-  it('quit() leaves nothing that keeps the process alive: it ends by itself after waiters, release messages and a watchdog', async () => {
+  it('quit() leaves nothing that keeps the process alive: it ends by itself after waiters, release messages and a watchdog, also with a node down', async () => {
     const started = Date.now();
     // node() rejects if the script does not end within its 60 s timeout.
     const report = await node('exits.mjs', {
       REDIS_URLS: quorumUrls().join(','),
       KEY_PREFIX: uniquePrefix('exit'),
+      DOWN_URL: `redis://127.0.0.1:${await closedPort()}`,
     });
     expect(report.cutOff).toBe('closed');
     // No socket, timer or immediate of the library left once quit() resolved.
