@@ -13,7 +13,7 @@ describe('connection settings reach the nodes unchanged', () => {
     server = await RedisServer.start();
     const setup = server.client();
     await setup.config('SET', 'requirepass', 's3cret');
-    setup.disconnect();
+    await setup.quit();
     admin = new Redis({
       port: server.port,
       host: '127.0.0.1',
@@ -30,7 +30,7 @@ describe('connection settings reach the nodes unchanged', () => {
     );
   });
   afterAll(async () => {
-    admin.disconnect();
+    await admin.quit();
     await server.stop();
   });
 
@@ -82,7 +82,7 @@ describe('connection settings reach the nodes unchanged', () => {
     expect((await lock.release()).released).toBe(true);
     expect(await admin.exists('app:lock:prefixed')).toBe(0);
     await redlock.quit();
-    prefixed.disconnect();
+    await prefixed.quit();
   });
 
   it('tryAcquire after quit() is refused as closed, also with borrowed clients left open', async () => {
@@ -100,7 +100,7 @@ describe('connection settings reach the nodes unchanged', () => {
       reason: 'closed',
     });
     expect(await admin.exists('lock:after-quit')).toBe(0);
-    borrowed.disconnect();
+    await borrowed.quit();
   });
 
   it('names nodes by host:port, never with credentials, also when authentication fails', async () => {

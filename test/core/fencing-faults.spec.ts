@@ -50,7 +50,7 @@ describe('fencing tokens under node faults (own five servers)', () => {
     try {
       return await client.get(counterKey(resource));
     } finally {
-      client.disconnect();
+      await closeAll([client]);
     }
   };
   const grant = async (redlock: Redlock, resource: string) => {

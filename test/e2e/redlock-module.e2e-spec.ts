@@ -159,17 +159,19 @@ describe('RedlockModule', () => {
   });
 
   it('isGlobal: false keeps LockService out of modules that do not import it', async () => {
-    // Borrowed clients that never connect: a failed bootstrap runs no
-    // shutdown hook, so clients the module created would stay open.
-    const lazy = [new Redis(singleUrl(), { lazyConnect: true })];
+    // A borrowed client: a failed bootstrap runs no shutdown hook, so
+    // clients the module created would stay open. Connected, so that the
+    // module's start-up wait for a quorum does not outlive the test.
+    const borrowed = new Redis(singleUrl());
+    await borrowed.ping();
     const build = Test.createTestingModule({
       imports: [
-        RedlockModule.forRoot({ clients: lazy, isGlobal: false }),
+        RedlockModule.forRoot({ clients: [borrowed], isGlobal: false }),
         FeatureModule,
       ],
     }).compile();
     await expect(build).rejects.toThrow(/FeatureService/);
-    lazy[0].disconnect();
+    await borrowed.quit();
   });
 
   it('rejects bad options at bootstrap, naming the field', async () => {
