@@ -400,8 +400,9 @@ export class Redlock implements LockOperations {
       : undefined;
     let attempt = 0;
     let takeBack = false;
-    // A key given to us while an attempt is still out is heard all the same.
-    const stopExpecting = queue && this.releases.expect(keys, value);
+    // A key given to us while an attempt is still out is heard all the
+    // same, once this instance listens (its first wait subscribes).
+    let stopExpecting = queue && this.releases.expect(keys, value);
     try {
       if (reserved && queue && reserved.placed >= this.quorum) {
         // Queued on a quorum: the key went to the waiter before us there, so
@@ -421,6 +422,7 @@ export class Redlock implements LockOperations {
               signal,
             });
         if (lock) return lock;
+        stopExpecting ??= this.releases.expect(keys, value);
       }
       for (;;) {
         if (signal?.aborted) throw signal.reason;
@@ -459,6 +461,7 @@ export class Redlock implements LockOperations {
           signal,
         });
         if (lock) return lock;
+        if (queue) stopExpecting ??= this.releases.expect(keys, value);
       }
     } catch (error) {
       // Gave up (timeout, abort, outage, quit()): leave the nodes' wait

@@ -107,10 +107,13 @@ export class ReleaseListener {
    * (the waiter would sleep until its fallback retry). The next `listen`
    * for `value` starts from what was heard. Only once this instance
    * listens at all (its first wait subscribes): before, nothing can be
-   * heard. Returns the function that stops, and forgets the value's notes.
+   * heard: it returns `undefined`, and the caller asks again after its
+   * first wait. Returns the function that stops, and forgets the value's
+   * notes.
    */
-  expect(keys: readonly string[], value: string): () => void {
-    if (!this.subscribers || this.expected.has(value)) return () => {};
+  expect(keys: readonly string[], value: string): (() => void) | undefined {
+    if (!this.subscribers) return undefined;
+    if (this.expected.has(value)) return () => {};
     const entry: Listening = { value, heard: 0 };
     this.expected.set(value, entry);
     this.add(keys, entry);

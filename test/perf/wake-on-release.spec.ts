@@ -266,6 +266,37 @@ describe('wake on release, local queue', () => {
     }
   });
 
+  it('an instance that starts listening during its first wait still hears a key given while its next attempt is out', async () => {
+    const prefix = uniquePrefix('gap-fresh');
+    const owner = make({ keyPrefix: prefix });
+    // Never waited before: it subscribes during this acquire's first wait.
+    const waiter = make({ keyPrefix: prefix, nodeTimeout: 600 });
+    const held = await owner.acquire('sku', { ttl: 20_000 });
+    await flushed(owner);
+    const before = await scriptCalls([admin[0]]);
+    servers[2].freeze();
+    try {
+      const start = Date.now();
+      // Each attempt is refused by the two live nodes at once, then takes
+      // back what the frozen node may have granted, which waits its node
+      // timeout. The first wait subscribes, and once a quorum of nodes can
+      // be heard it sends the second attempt.
+      const pending = waiter.acquire('sku', SLOW_RETRY);
+      while ((await scriptCalls([admin[0]])) < before + 2)
+        await new Promise((r) => setTimeout(r, 5));
+      // The second attempt was answered by node 0 and still waits for the
+      // frozen node: the release gives the key to the waiter now.
+      await held.release();
+      const lock = await pending;
+      // Lost, the gift would wait for the 5 s fallback retry.
+      expect(Date.now() - start).toBeLessThan(3000);
+      expect(lock.isHeld).toBe(true);
+      await lock.release();
+    } finally {
+      servers[2].thaw();
+    }
+  });
+
   it('a queued member whose expiry entry is gone (evicted, deleted) is dropped, not given the key', async () => {
     const { prefix, waiter, held, pending } = await holdAndQueue(
       'orphan',
