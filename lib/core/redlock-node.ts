@@ -8,13 +8,6 @@ import {
 import { show } from './timing.js';
 
 /**
- * Options the library applies to the clients it creates (a user's own
- * options win). `maxRetriesPerRequest: 0` fails queued commands at the first
- * failed reconnect instead of piling them up while a node is down: a lock
- * request that arrives late is worth nothing, and the per-node timeout has
- * already counted it as failed.
- */
-/**
  * For clients the library owns: `closeClient` drops a connection only once
  * it is done with it (QUIT unanswered, or not connected), so ioredis's 2 s
  * grace before it destroys the socket would only keep the process alive.
@@ -24,6 +17,13 @@ import { show } from './timing.js';
  */
 export const DROP_AT_ONCE: RedisOptions = { disconnectTimeout: 0 };
 
+/**
+ * Options the library applies to the clients it creates (a user's own
+ * options win). `maxRetriesPerRequest: 0` fails queued commands at the first
+ * failed reconnect instead of piling them up while a node is down: a lock
+ * request that arrives late is worth nothing, and the per-node timeout has
+ * already counted it as failed.
+ */
 const OWNED_CLIENT_DEFAULTS: RedisOptions = {
   maxRetriesPerRequest: 0,
   lazyConnect: true,
