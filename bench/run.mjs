@@ -70,6 +70,8 @@ const COLUMNS = {
   p99WaitMs: ['p99 wait ms', 1],
   maxWaitMs: ['max wait ms', 0],
   minShare: ['min share', 2],
+  inOrder: ['in order', 2],
+  maxOvertaken: ['max overtaken', 0],
   gaveUps: ['gave up', 0],
   violations: ['violations', 0],
   commandsPerCs: ['cmds/CS', 1],

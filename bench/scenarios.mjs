@@ -3,6 +3,8 @@
 import { cpuSince, percentile, sent, sleep } from './util.mjs';
 
 const now = () => performance.now();
+/** A time every worker process reads alike (ms since the epoch, sub-ms). */
+const shared = (t) => performance.timeOrigin + t;
 
 /** 1. Sequential lock+unlock of distinct keys. */
 export async function sequential(lib, { durationMs, maxPairs = 200_000, tag }) {
@@ -61,6 +63,8 @@ export async function parallel(lib, { durationMs, workers = 64, maxPairs = 500_0
  */
 export async function hotWorker(lib, { key, endAt, enter, exit }) {
   const waits = [];
+  /** [asked, granted] of every acquisition, on the shared clock. */
+  const grants = [];
   let gaveUps = 0;
   let violations = 0;
   while (Date.now() < endAt) {
@@ -72,13 +76,45 @@ export async function hotWorker(lib, { key, endAt, enter, exit }) {
       gaveUps++;
       continue;
     }
-    waits.push(now() - t0);
+    const t1 = now();
+    waits.push(t1 - t0);
+    grants.push([shared(t0), shared(t1)]);
     if (!(await enter())) violations++;
     await sleep(1);
     await exit();
     await lib.release(handle);
   }
-  return { waits, gaveUps, violations };
+  return { waits, grants, gaveUps, violations };
+}
+
+/**
+ * The order in which the lock went out against the order it was asked for.
+ * `inOrder`: the share of grants that went to the caller that had waited
+ * longest of those waiting at that moment (1 = first come, first served).
+ * `maxOvertaken`: the most callers that asked later and got the lock first
+ * while one caller waited (bounded = nobody starves).
+ */
+export function grantOrder(grants) {
+  const byGrant = [...grants].sort((a, b) => a[1] - b[1]);
+  let inOrder = 0;
+  let maxOvertaken = 0;
+  for (let i = 0; i < byGrant.length; i++) {
+    const [asked] = byGrant[i];
+    let first = true;
+    // Still waiting when this one was granted, and asked earlier.
+    for (let j = i + 1; j < byGrant.length && first; j++)
+      if (byGrant[j][0] < asked) first = false;
+    if (first) inOrder++;
+    // Granted while this one waited, though asked after it.
+    let overtaken = 0;
+    for (let j = i - 1; j >= 0 && byGrant[j][1] > asked; j--)
+      if (byGrant[j][0] > asked) overtaken++;
+    maxOvertaken = Math.max(maxOvertaken, overtaken);
+  }
+  return {
+    inOrder: byGrant.length ? inOrder / byGrant.length : undefined,
+    maxOvertaken: byGrant.length ? maxOvertaken : undefined,
+  };
 }
 
 /** Sums worker results into the contended figures. */
@@ -96,6 +132,7 @@ export function summarizeHot(results, elapsedMs, commands) {
     commandsPerCs: count ? commands / count : undefined,
     /** The least served worker's share relative to an equal share (1 = fair). */
     minShare: count ? Math.min(...perWorker) / (count / perWorker.length) : undefined,
+    ...grantOrder(results.flatMap((r) => r.grants)),
   };
 }
 
