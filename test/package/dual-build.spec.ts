@@ -6,12 +6,12 @@ import {
   rmSync,
   symlinkSync,
 } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import * as source from 'nestjs-redlock';
 import { quorumUrls, singleUrl, uniquePrefix } from '../utils/nodes.js';
+import { freePort } from '../../scripts/redis-nodes.mjs';
 
 /**
  * The package as a consumer installs it: built (both builds, as `npm run
@@ -25,15 +25,6 @@ const root = process.cwd();
 const fixtures = join(root, 'test/package/fixtures');
 const consumer = mkdtempSync(join(tmpdir(), 'nestjs-redlock-consumer-'));
 const installed = join(consumer, 'node_modules/nestjs-redlock');
-
-/** A loopback port nothing listens on (a node that is down). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function node(script: string, env: Record<string, string> = {}) {
   const { stdout } = await run(process.execPath, [join(consumer, script)], {
@@ -139,7 +130,8 @@ describe('the published package', () => {
     const report = await node('exits.mjs', {
       REDIS_URLS: quorumUrls().join(','),
       KEY_PREFIX: uniquePrefix('exit'),
-      DOWN_URL: `redis://127.0.0.1:${await closedPort()}`,
+      // A free port: nothing listens there, a node that is down.
+      DOWN_URL: `redis://127.0.0.1:${await freePort()}`,
     });
     expect(report.cutOff).toBe('closed');
     // No socket, timer or immediate of the library left once quit() resolved.
