@@ -317,8 +317,8 @@ export class Redlock implements LockOperations {
     const keys = names.map((r) => this.keyOf(r));
     const fencing = this.resolveFencing(options);
     const signal = checkSignalOption(options?.signal);
-    if (signal?.aborted) throw signal.reason;
-    if (this.closed) throw this.closedError(names, 0);
+    const stop = this.stopReason(names, 0, signal);
+    if (stop !== undefined) throw stop;
     const giveUpAt = this.clock.now() + timing.waitTimeout;
     // Callers of this process for the same resources take turns: only the
     // one whose turn it is talks to Redis.
@@ -425,8 +425,8 @@ export class Redlock implements LockOperations {
         stopExpecting ??= this.releases.expect(keys, value);
       }
       for (;;) {
-        if (signal?.aborted) throw signal.reason;
-        if (this.closed) throw this.closedError(names, attempt);
+        const stop = this.stopReason(names, attempt, signal);
+        if (stop !== undefined) throw stop;
         attempt++;
         const result = await this.attempt(
           names,
@@ -440,11 +440,10 @@ export class Redlock implements LockOperations {
           // Granted while quit() ran (a lock now could not even be
           // released) or after the caller gave up: the clean-up below
           // takes the keys back.
-          if (this.closed || signal?.aborted) {
+          const stop = this.stopReason(names, attempt, signal);
+          if (stop !== undefined) {
             takeBack = true;
-            throw signal?.aborted
-              ? signal.reason
-              : this.closedError(names, attempt);
+            throw stop;
           }
           result.lock.waited = attempt > 1 || reserved !== undefined;
           // A place reserved on no node: nobody was queued at the release.
@@ -535,10 +534,10 @@ export class Redlock implements LockOperations {
     const keys = names.map((r) => this.keyOf(r));
     const fencing = this.resolveFencing(options);
     const signal = checkSignalOption(options?.signal);
-    if (signal?.aborted) throw signal.reason;
     // As acquire(): borrowed clients stay open after quit(), and a lock
     // taken now could not even be released.
-    if (this.closed) throw this.closedError(names, 0);
+    const stop = this.stopReason(names, 0, signal);
+    if (stop !== undefined) throw stop;
     // A release of this process held back for whoever asks next: ours, as
     // for acquire() (the key is still on the nodes, so an attempt would
     // find it busy).
@@ -567,14 +566,15 @@ export class Redlock implements LockOperations {
     const value = randomValue();
     const result = await this.attempt(names, keys, value, timing, fencing);
     if (result.lock) {
-      if (!this.closed && !signal?.aborted) return result.lock;
+      const stop = this.stopReason(names, 1, signal);
+      if (stop === undefined) return result.lock;
       // Granted while quit() ran (the caller could not release it) or after
       // the caller gave up: take the keys back, while the connections are
       // open.
       await this.sendRelease(this.nodes, keys, value, timing.nodeTimeout, {
         leave: true,
       });
-      throw signal?.aborted ? signal.reason : this.closedError(names, 1);
+      throw stop;
     }
     if (result.reason === 'busy') return null;
     throw this.notAcquired(names, 1, result);
@@ -652,7 +652,8 @@ export class Redlock implements LockOperations {
       !this.closed &&
       this.nodes.filter((n) => n.client.status === 'ready').length >=
         this.quorum;
-    if (connected() || this.closed) return Promise.resolve(connected());
+    if (this.closed) return Promise.resolve(false);
+    if (connected()) return Promise.resolve(true);
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -693,7 +694,11 @@ export class Redlock implements LockOperations {
     // Bounded all the same: an attempt and its clean-up are two polls,
     // each of at most BUSY_WAIT_LIMIT node timeouts (nodes busy with a
     // burst); with nodes down or hung, two node timeouts in all.
-    const slowest = Math.max(0, ...this.active.values());
+    // A loop, not Math.max(...): a burst may have more calls in flight
+    // than a call may take arguments.
+    let slowest = 0;
+    for (const nodeTimeout of this.active.values())
+      slowest = Math.max(slowest, nodeTimeout);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.allSettled([...this.active.keys()]),
@@ -1280,6 +1285,20 @@ export class Redlock implements LockOperations {
       timeout,
       decided,
     );
+  }
+
+  /**
+   * Why a call must stop now, if it must: its caller aborted (the signal's
+   * reason), or `quit()` ran. `undefined` to go on.
+   */
+  private stopReason(
+    names: string[],
+    attempts: number,
+    signal: AbortSignal | undefined,
+  ): Error | undefined {
+    // Thrown as it is, whatever the caller aborted with.
+    if (signal?.aborted) return signal.reason as Error;
+    return this.closed ? this.closedError(names, attempts) : undefined;
   }
 
   private closedError(

@@ -51,10 +51,7 @@ export function checkRunOptions(
  * Duck-typed, as signals from another realm (a test VM, a polyfill) are
  * not instances of this one's class.
  */
-export function checkSignalOption(
-  signal: unknown,
-  field = 'options.signal',
-): AbortSignal | undefined {
+export function checkSignalOption(signal: unknown): AbortSignal | undefined {
   if (signal === undefined) return undefined;
   if (
     typeof signal === 'object' &&
@@ -68,7 +65,7 @@ export function checkSignalOption(
   )
     return signal as AbortSignal;
   throw new RedlockConfigError(
-    field,
+    'options.signal',
     `must be an AbortSignal, got ${show(signal)}`,
   );
 }
