@@ -44,6 +44,8 @@ if (process.argv[2] === 'worker') {
     await checker.quit();
     process.send(sections);
   });
+  // The parent gone closes the IPC channel: exit rather than linger.
+  process.on('disconnect', () => process.exit(0));
   process.send('ready');
 } else {
   const servers = await startServers(6);

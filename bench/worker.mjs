@@ -39,4 +39,7 @@ process.on('message', async (msg) => {
     process.send({ error: String(error?.stack ?? error) });
   }
 });
+// The parent gone (killed, or its output pipe closed) closes the IPC
+// channel: nothing will ever ask this worker to exit.
+process.on('disconnect', () => process.exit(0));
 process.send({ ok: 'ready' });

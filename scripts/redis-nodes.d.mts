@@ -3,6 +3,12 @@ import type { Redis } from 'ioredis';
 /** A free TCP port on loopback, found by binding port 0. */
 export declare function freePort(): Promise<number>;
 
+/**
+ * True where servers are started through `setpriv --pdeathsig KILL`
+ * (Linux): the kernel kills them if the process that started them dies.
+ */
+export declare const SERVERS_DIE_WITH_PARENT: boolean;
+
 /** One real `redis-server` process on 127.0.0.1, persistence off. */
 export declare class RedisServer {
   readonly port: number;
@@ -29,4 +35,7 @@ export declare class RedisServer {
 export declare function startServers(count: number): Promise<RedisServer[]>;
 
 /** Every key on a server matching `pattern`, found with SCAN. */
-export declare function scanKeys(client: Redis, pattern: string): Promise<string[]>;
+export declare function scanKeys(
+  client: Redis,
+  pattern: string,
+): Promise<string[]>;

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,6 +20,22 @@ export function freePort() {
     });
   });
 }
+
+/**
+ * How servers are started: through util-linux's `setpriv --pdeathsig KILL`
+ * where it exists (Linux), so the kernel kills a server when the process
+ * that started it dies without stopping it (a benchmark whose output pipe
+ * closed, a test worker killed by jest, Ctrl-C). `setpriv` execs
+ * redis-server in place: the pid stays the server's. Elsewhere, a plain
+ * spawn (the test run's global setup then starts a guard for its shared
+ * servers).
+ */
+export const SERVERS_DIE_WITH_PARENT = !spawnSync('setpriv', ['--help'], {
+  stdio: 'ignore',
+}).error;
+const SERVER_COMMAND = SERVERS_DIE_WITH_PARENT
+  ? ['setpriv', '--pdeathsig', 'KILL', 'redis-server']
+  : ['redis-server'];
 
 // Real redis-server processes on 127.0.0.1 for the tests, the demo and the
 // bench. Plain JavaScript so jest's global setup, the demo and the bench can
@@ -106,9 +122,11 @@ export class RedisServer {
   }
 
   spawn() {
+    const [command, ...prefix] = SERVER_COMMAND;
     const child = spawn(
-      'redis-server',
+      command,
       [
+        ...prefix,
         '--port',
         String(this.port),
         '--bind',

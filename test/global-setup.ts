@@ -1,5 +1,9 @@
 import { spawn } from 'node:child_process';
-import { startServers, type RedisServer } from '../scripts/redis-nodes.mjs';
+import {
+  SERVERS_DIE_WITH_PARENT,
+  startServers,
+  type RedisServer,
+} from '../scripts/redis-nodes.mjs';
 
 declare global {
   var __REDLOCK_TEST_SERVERS__: RedisServer[] | undefined;
@@ -19,8 +23,10 @@ export default async function globalSetup(): Promise<void> {
     .slice(1)
     .map((s) => s.url)
     .join(',');
-  // If jest itself is killed, globalTeardown never runs: a detached guard
-  // stops these servers (by pid) once this process is gone.
+  // If jest itself is killed, globalTeardown never runs. Where the kernel
+  // does not kill the servers with this process (no setpriv), a detached
+  // guard stops them (by pid) once it is gone.
+  if (SERVERS_DIE_WITH_PARENT) return;
   const pids = servers.map((s) => s.pid).join(' ');
   spawn(
     'sh',
