@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SERVERS_DIE_WITH_PARENT } from '../../scripts/redis-nodes.mjs';
@@ -20,13 +20,14 @@ import { SERVERS_DIE_WITH_PARENT } from '../../scripts/redis-nodes.mjs';
     const script = `
       import(${JSON.stringify(join(process.cwd(), 'scripts/redis-nodes.mjs'))})
         .then(({ RedisServer }) => RedisServer.start())
-        .then((server) => { console.log(server.pid); setInterval(() => {}, 1000); });
+        .then((server) => { console.log(server.pid, server.dir); setInterval(() => {}, 1000); });
     `;
     const parent = spawn(process.execPath, ['-e', script], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     const [chunk] = (await once(parent.stdout, 'data')) as [Buffer];
-    const serverPid = Number(chunk.toString().trim());
+    const [pid, dir] = chunk.toString().trim().split(' ');
+    const serverPid = Number(pid);
     expect(serverPid).toBeGreaterThan(0);
     expect(alive(serverPid)).toBe(true);
 
@@ -39,6 +40,8 @@ import { SERVERS_DIE_WITH_PARENT } from '../../scripts/redis-nodes.mjs';
     } finally {
       // Only if the test failed: stop the server this test started.
       if (alive(serverPid)) process.kill(serverPid, 'SIGKILL');
+      // The killed process could not remove its server's directory.
+      rmSync(dir, { recursive: true, force: true });
     }
   },
 );
