@@ -1,4 +1,5 @@
 import type { NodeOutcome, NodeVote } from '../errors/node-vote.js';
+import { deadlines, type Deadline } from './deadline-timer.js';
 import type { RedlockNode } from './redlock-node.js';
 
 /** One node's answer with the raw reply, for the operation to interpret. */
@@ -32,7 +33,8 @@ export interface Tally {
  * Settles as soon as `decided(tally)` says the outcome is known (for example
  * a quorum granted), or when every node answered, or after `timeoutMs`:
  * a hung node costs at most that, never blocks the others, and nodes that did
- * not answer in time are reported as `timeout`. One timer serves all nodes.
+ * not answer in time are reported as `timeout`. The deadline is kept by the
+ * timer all polls share (see `DeadlineTimer`).
  *
  * A node that is still answering is busy, not down: past `timeoutMs`, the
  * poll waits another `timeoutMs` for a pending node that answered some
@@ -54,92 +56,127 @@ export function poll(
   /** Told of every node that answered, also after the poll settled. */
   answered?: (index: number) => void,
 ): Promise<Ballot[]> {
-  return new Promise((resolve) => {
-    const ballots: (Ballot | undefined)[] = new Array(nodes.length);
-    const tally: Tally = {
-      granted: 0,
-      busy: 0,
-      failed: 0,
-      pending: nodes.length,
-    };
-    let done = false;
-    const started = performance.now();
-    const finish = () => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve(
-        nodes.map(
-          (node, i) => ballots[i] ?? { node: node.name, outcome: 'timeout' },
-        ),
+  // Every request is written before any bookkeeping: the writes of one
+  // poll go out back to back (each costs a system call that wakes a node).
+  const requests = new Array<Promise<unknown>>(nodes.length);
+  for (let i = 0; i < nodes.length; i++) {
+    try {
+      requests[i] = send(nodes[i]);
+    } catch (error) {
+      requests[i] = Promise.reject(
+        error instanceof Error ? error : new Error(String(error)),
       );
-    };
-    const record = (i: number, ballot: Ballot, outcome: NodeOutcome) => {
-      nodes[i].lastAnswerAt = performance.now();
-      if (outcome !== 'error') answered?.(i);
-      if (done) return;
-      ballots[i] = ballot;
-      tally.pending--;
-      if (outcome === 'granted') tally.granted++;
-      else if (outcome === 'busy') tally.busy++;
-      else tally.failed++;
-      if (tally.pending === 0 || decided(tally)) finish();
-    };
-    // Every request is written before any bookkeeping: the writes of one
-    // poll go out back to back (each costs a system call that wakes a node).
-    const requests = nodes.map((node) => {
-      try {
-        return send(node);
-      } catch (error) {
-        return Promise.reject(
-          error instanceof Error ? error : new Error(String(error)),
-        );
-      }
-    });
-    // Past the node timeout: wait another node timeout while a pending
-    // node answered something in the last one (see above), or when the
-    // client itself could not have heard it: its timer ran late by more
-    // than half a node timeout (a burst kept the event loop busy sending
-    // or parsing). Decided after the loop's I/O phase, so that answers
-    // waiting on the sockets count.
-    let checkedAt = started;
-    let dueAt = started + timeoutMs;
-    const decide = () => {
-      if (done) return;
-      const now = performance.now();
-      if (now - started >= BUSY_WAIT_LIMIT * timeoutMs) return finish();
-      let wait = now - dueAt > timeoutMs / 2;
-      for (let i = 0; i < nodes.length && !wait; i++)
-        wait =
-          ballots[i] === undefined && (nodes[i].lastAnswerAt ?? 0) > checkedAt;
-      if (!wait) return finish();
-      checkedAt = now;
-      dueAt = now + timeoutMs;
-      timer = setTimeout(expire, timeoutMs);
-    };
-    const expire = () => void setImmediate(decide);
-    let timer = setTimeout(expire, timeoutMs);
-    requests.forEach((request, i) => {
-      const node = nodes[i];
-      const failed = (error: unknown) => {
-        const message = error instanceof Error ? error.message : String(error);
-        record(
-          i,
-          { node: node.name, outcome: 'error', error: message },
-          'error',
-        );
-      };
-      request.then((reply) => {
-        let outcome: 'granted' | 'busy';
-        try {
-          outcome = judge(reply);
-        } catch (error) {
-          // A reply nobody could read counts as a failed node, not as an
-          // unhandled rejection.
-          return failed(error);
-        }
-        record(i, { node: node.name, outcome, reply }, outcome);
-      }, failed);
-    });
+    }
+  }
+  return new Promise((resolve) => {
+    const run = new Poll(nodes, judge, timeoutMs, decided, answered, resolve);
+    for (let i = 0; i < requests.length; i++) {
+      requests[i].then(
+        (reply) => run.reply(i, reply),
+        (error: unknown) => run.fail(i, error),
+      );
+    }
   });
+}
+
+/**
+ * The state of one poll: an object with methods rather than a closure per
+ * step, as this runs twice per lock and unlock on the sequential path.
+ */
+class Poll implements Deadline {
+  private readonly ballots: (Ballot | undefined)[];
+  private readonly tally: Tally;
+  private done = false;
+  private readonly started = performance.now();
+  /** Since when answers of pending nodes count as signs of life. */
+  private checkedAt = this.started;
+  at: number;
+
+  constructor(
+    private readonly nodes: readonly RedlockNode[],
+    private readonly judge: (reply: unknown) => 'granted' | 'busy',
+    private readonly timeoutMs: number,
+    private readonly decided: (tally: Tally) => boolean,
+    private readonly answered: ((index: number) => void) | undefined,
+    private readonly resolve: (ballots: Ballot[]) => void,
+  ) {
+    this.ballots = new Array<Ballot | undefined>(nodes.length);
+    this.tally = { granted: 0, busy: 0, failed: 0, pending: nodes.length };
+    this.at = this.started + timeoutMs;
+    deadlines.add(this);
+  }
+
+  reply(i: number, reply: unknown): void {
+    let outcome: 'granted' | 'busy';
+    try {
+      outcome = this.judge(reply);
+    } catch (error) {
+      // A reply nobody could read counts as a failed node, not as an
+      // unhandled rejection.
+      return this.fail(i, error);
+    }
+    this.record(i, { node: this.nodes[i].name, outcome, reply }, outcome);
+  }
+
+  fail(i: number, error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    this.record(
+      i,
+      { node: this.nodes[i].name, outcome: 'error', error: message },
+      'error',
+    );
+  }
+
+  /** The node timeout passed (called by the shared timer). */
+  fire(): void {
+    // Decided after the loop's I/O phase, so that answers waiting on the
+    // sockets count.
+    setImmediate(this.decide);
+  }
+
+  private record(i: number, ballot: Ballot, outcome: NodeOutcome): void {
+    this.nodes[i].lastAnswerAt = performance.now();
+    if (outcome !== 'error') this.answered?.(i);
+    if (this.done) return;
+    this.ballots[i] = ballot;
+    const tally = this.tally;
+    tally.pending--;
+    if (outcome === 'granted') tally.granted++;
+    else if (outcome === 'busy') tally.busy++;
+    else tally.failed++;
+    if (tally.pending === 0 || this.decided(tally)) this.finish();
+  }
+
+  /**
+   * Past the node timeout: wait another node timeout while a pending
+   * node answered something in the last one (see `poll`), or when the
+   * client itself could not have heard it: its timer ran late by more
+   * than half a node timeout (a burst kept the event loop busy sending
+   * or parsing).
+   */
+  private readonly decide = (): void => {
+    if (this.done) return;
+    const now = performance.now();
+    const { nodes, timeoutMs } = this;
+    if (now - this.started >= BUSY_WAIT_LIMIT * timeoutMs) return this.finish();
+    let wait = now - this.at > timeoutMs / 2;
+    for (let i = 0; i < nodes.length && !wait; i++)
+      wait =
+        this.ballots[i] === undefined &&
+        (nodes[i].lastAnswerAt ?? 0) > this.checkedAt;
+    if (!wait) return this.finish();
+    this.checkedAt = now;
+    this.at = now + timeoutMs;
+    deadlines.add(this);
+  };
+
+  private finish(): void {
+    if (this.done) return;
+    this.done = true;
+    deadlines.delete(this);
+    const ballots = this.ballots;
+    for (let i = 0; i < ballots.length; i++)
+      ballots[i] ??= { node: this.nodes[i].name, outcome: 'timeout' };
+    this.resolve(ballots as Ballot[]);
+  }
 }
