@@ -20,7 +20,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServers } from '../scripts/redis-nodes.mjs';
 import { ALL, createLib, FLOOR, OURS, PEERS } from './libs.mjs';
-import { held, hotInProcess, hotWorker, parallel, sequential, summarizeHot } from './scenarios.mjs';
+import { held, hotInProcess, hotWorker, parallel, sequentialTakingTurns, summarizeHot } from './scenarios.mjs';
 import { countCommands, internalClient, median, sleep } from './util.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -167,12 +167,24 @@ async function runOne(scenario, name, nodes, round, durationMs) {
   const ttl = scenario === 'held' ? config.heldTtl : config.ttl;
   const lib = await createLib(name, urls, { ttl, wait });
   try {
-    if (scenario === 'seq') return await sequential(lib, { durationMs: durationMs ?? config.seqMs, tag });
     if (scenario === 'par') return await parallel(lib, { durationMs: durationMs ?? config.parMs, tag });
     if (scenario === 'hot') return await hotInProcess(lib, { durationMs: durationMs ?? config.hotMs, workers: config.hotWorkers, tag });
     if (scenario === 'held') return await held(lib, { count: config.heldLocks, holdMs: config.holdMs, nodes, tag });
   } finally {
     await lib.close();
+  }
+}
+
+/** Scenario 1 for every library at once, in turns (see sequentialTakingTurns). */
+async function sequentialInTurns(names, nodes, round, durationMs = config.seqMs) {
+  const urls = lockServers.slice(0, nodes).map((s) => s.url);
+  await flush();
+  const libs = {};
+  try {
+    for (const name of names) libs[name] = await createLib(name, urls, { ttl: config.ttl, wait: 0 });
+    return await sequentialTakingTurns(libs, { durationMs, tag: round });
+  } finally {
+    await Promise.all(Object.values(libs).map((lib) => lib.close()));
   }
 }
 
@@ -185,8 +197,10 @@ async function runOne(scenario, name, nodes, round, durationMs) {
  */
 async function warmUp() {
   for (const nodes of config.topologies)
-    for (const scenario of config.scenarios.filter((s) => s !== 'held'))
-      for (const name of config.libs) await runOne(scenario, name, nodes, 'warm', config.warmMs);
+    for (const scenario of config.scenarios.filter((s) => s !== 'held')) {
+      if (scenario === 'seq') await sequentialInTurns(config.libs, nodes, 'warm', config.warmMs);
+      else for (const name of config.libs) await runOne(scenario, name, nodes, 'warm', config.warmMs);
+    }
 }
 
 try {
@@ -202,6 +216,14 @@ try {
     for (const nodes of config.topologies) {
       for (const scenario of rotating) {
         const order = config.libs.map((_, i) => config.libs[(i + round) % config.libs.length]);
+        if (scenario === 'seq') {
+          const byLib = await sequentialInTurns(order, nodes, round);
+          for (const name of order) {
+            record(scenario, nodes, name, byLib[name]);
+            log(`round ${round + 1} ${nodes} node(s) ${scenario} ${name}: ${brief(SCENARIOS[scenario].main, byLib[name])}`);
+          }
+          continue;
+        }
         for (const name of order) {
           const r = await runOne(scenario, name, nodes, round);
           record(scenario, nodes, name, r);
@@ -255,7 +277,7 @@ function renderReport() {
     `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}, redis-server ${serverVersion}, ${process.platform}.`,
     `Libraries: ${OURS} ${ownVersion} (default settings), ${PEERS.map((p) => `${p} ${version(p)}`).join(', ')}, ioredis ${version('ioredis')}.`,
     `Peers poll every 10 ms when contended (redlock: retryDelay 10, retryJitter 5; redis-semaphore: retryInterval 10; redlock-universal: retryDelay 10). Lease ${config.ttl / 1000} s for all (scenario 4: ${config.heldTtl / 1000} s).`,
-    `Scenarios 1-3: median of ${config.rounds} interleaved rounds (${config.seqMs / 1000} s, ${config.parMs / 1000} s, ${config.hotMs / 1000} s per run), after an unmeasured ${config.warmMs / 1000} s run of each of them by every library. Scenario 4: one run per library.`,
+    `Scenarios 1-3: median of ${config.rounds} interleaved rounds (${config.seqMs / 1000} s, ${config.parMs / 1000} s, ${config.hotMs / 1000} s per run), after an unmeasured ${config.warmMs / 1000} s run of each of them by every library. In scenario 1 the libraries of a round take turns in blocks of 100 pairs (all connected at once), so each run is spread over the whole round. Scenario 4: one run per library.`,
     'Figures are noisy on a small shared machine: compare ratios within this run, not across runs.',
     '"× floor" and "× best peer" compare the first column (for CPU, lower is better, so the ratio is best/ours).',
     ...(ceiling

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redlock } from '../dist/esm/index.js';
 import { poll } from '../dist/esm/core/poll.js';
-import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../dist/esm/core/scripts/index.js';
+import { ACQUIRE_SCRIPT, RELEASE_SCRIPT, acquireArgs as scriptAcquireArgs, releaseArgs as scriptReleaseArgs } from '../dist/esm/core/scripts/index.js';
 import { startServers } from '../scripts/redis-nodes.mjs';
 import { createLib } from './libs.mjs';
 import { median } from './util.mjs';
@@ -24,8 +24,9 @@ try {
   const redlock = new Redlock({ clients: urls, ttl: 10_000, waitTimeout: 0 });
   await Promise.all(redlock.nodes.map((n) => n.client.ping()));
   const quorum = redlock.quorum;
-  const acquireArgs = (value) => [value, 10_000, 0, redlock.metaPrefix, ''];
-  const releaseArgs = (value) => [value, redlock.metaPrefix, '', '1'];
+  // The arguments the library sends for a single uncontended attempt and release.
+  const acquireArgs = (value) => scriptAcquireArgs(value, 10_000, redlock.metaPrefix, false, undefined);
+  const releaseArgs = (value) => scriptReleaseArgs(value, redlock.metaPrefix, undefined, true, undefined);
   const value = () => randomBytes(16).toString('base64url');
   const atQuorum = (requests) =>
     new Promise((resolve) => {

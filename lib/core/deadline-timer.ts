@@ -1,9 +1,24 @@
-/** Something due at a time on the monotonic clock (`performance.now()`). */
-export interface Deadline {
+/**
+ * Something due at a time on the monotonic clock (`performance.now()`),
+ * kept by a {@link DeadlineTimer}. The links are the timer's: a deadline is
+ * in at most one timer's list at a time.
+ */
+export abstract class Deadline {
   /** When it is due (`performance.now()` ms). */
-  at: number;
-  /** Called once, at or after `at`, unless removed first. */
-  fire(): void;
+  at = 0;
+  /** @internal The timer's list. */
+  previousDeadline?: Deadline;
+  /** @internal The timer's list. */
+  nextDeadline?: Deadline;
+  /** @internal Whether it is in a timer's list. */
+  pendingDeadline = false;
+
+  /**
+   * Called once, at or after `at`, unless removed first. It runs while the
+   * timer walks its list: it may add deadlines (itself again included), but
+   * must not remove others (a poll's defers its work to `setImmediate`).
+   */
+  abstract fire(): void;
 }
 
 /**
@@ -11,39 +26,65 @@ export interface Deadline {
  * timeout), and nearly all of them are removed long before they are due,
  * when the nodes answer. A Node timer per poll cost about 2 % of a
  * sequential lock+unlock pair on 5 local nodes (arming and clearing a libuv
- * timer twice per pair); here adding and removing a deadline is a `Set`
- * operation, and the one timer is re-armed only when it fires or when a
- * deadline earlier than the one it waits for arrives (a shorter node
- * timeout).
+ * timer twice per pair); here adding and removing a deadline is linking
+ * and unlinking it in a list (no allocation: a `Set` that kept emptying
+ * and filling up again re-allocated its table), and the one timer is
+ * re-armed only when it fires or when a deadline earlier than the one it
+ * waits for arrives (a shorter node timeout).
  *
- * The timer keeps the process alive only while deadlines are pending, as
- * the per-poll timers did: once none is left it is unreferenced, so an app
- * that is done exits at once instead of after the last node timeout.
+ * The timer keeps the process alive while deadlines are pending, as the
+ * per-poll timers did, and stays armed (for the deadline it was set for)
+ * after the last one is removed: unreferencing it then and referencing it
+ * again for the next poll cost two calls into libuv per sequential request.
+ * Once it fires with nothing pending it is gone; `quit()` unreferences it
+ * at once when nothing is pending (`unrefWhenIdle`), so an app that is done
+ * exits without waiting for it.
  */
 export class DeadlineTimer {
-  private readonly pending = new Set<Deadline>();
+  private first?: Deadline;
+  private last?: Deadline;
+  private count = 0;
   private timer?: NodeJS.Timeout;
   /** When the armed timer fires; `Infinity` when none is armed. */
   private armedFor = Infinity;
 
   add(deadline: Deadline): void {
-    this.pending.add(deadline);
+    if (deadline.pendingDeadline) this.delete(deadline);
+    deadline.pendingDeadline = true;
+    deadline.previousDeadline = this.last;
+    deadline.nextDeadline = undefined;
+    if (this.last) this.last.nextDeadline = deadline;
+    else this.first = deadline;
+    this.last = deadline;
+    this.count++;
     if (deadline.at < this.armedFor) {
       clearTimeout(this.timer);
       this.arm(deadline.at, performance.now());
-    } else if (this.pending.size === 1) {
+    } else if (this.count === 1) {
       this.timer?.ref();
     }
   }
 
   delete(deadline: Deadline): void {
-    if (this.pending.delete(deadline) && this.pending.size === 0)
-      this.timer?.unref();
+    if (!deadline.pendingDeadline) return;
+    const { previousDeadline: previous, nextDeadline: next } = deadline;
+    if (previous) previous.nextDeadline = next;
+    else this.first = next;
+    if (next) next.previousDeadline = previous;
+    else this.last = previous;
+    deadline.previousDeadline = deadline.nextDeadline = undefined;
+    deadline.pendingDeadline = false;
+    this.count--;
+  }
+
+  /** Lets the process exit before the armed timer fires, if nothing is pending. */
+  unrefWhenIdle(): void {
+    if (this.count === 0) this.timer?.unref();
   }
 
   /** How many deadlines are pending (for tests). */
   get size(): number {
-    return this.pending.size;
+    return this.count;
   }
 
   private arm(at: number, now: number): void {
@@ -58,14 +99,19 @@ export class DeadlineTimer {
     this.armedFor = Infinity;
     const now = performance.now();
     let next = Infinity;
-    // A copy: a deadline that fire() adds again is not visited twice.
-    for (const deadline of [...this.pending]) {
+    // Deadlines that fire() adds again go to the end of the list, after
+    // `end`: they are not visited in this round.
+    const end = this.last;
+    let deadline = this.first;
+    while (deadline) {
+      const following = deadline === end ? undefined : deadline.nextDeadline;
       if (deadline.at <= now) {
-        this.pending.delete(deadline);
+        this.delete(deadline);
         deadline.fire();
       } else if (deadline.at < next) {
         next = deadline.at;
       }
+      deadline = following;
     }
     // A deadline added by a fire() above armed the timer already.
     if (next < this.armedFor) {

@@ -1,5 +1,5 @@
 import type { NodeOutcome, NodeVote } from '../errors/node-vote.js';
-import { deadlines, type Deadline } from './deadline-timer.js';
+import { Deadline, deadlines } from './deadline-timer.js';
 import type { RedlockNode } from './redlock-node.js';
 
 /** One node's answer with the raw reply, for the operation to interpret. */
@@ -18,6 +18,9 @@ export function votesOf(ballots: readonly Ballot[]): NodeVote[] {
  * timed out.
  */
 export const BUSY_WAIT_LIMIT = 20;
+
+/** Numbers the answers of every node (see `RedlockNode.lastAnswer`). */
+let answerSequence = 0;
 
 /** Counts of a poll so far. */
 export interface Tally {
@@ -83,14 +86,13 @@ export function poll(
  * The state of one poll: an object with methods rather than a closure per
  * step, as this runs twice per lock and unlock on the sequential path.
  */
-class Poll implements Deadline {
+class Poll extends Deadline {
   private readonly ballots: (Ballot | undefined)[];
   private readonly tally: Tally;
   private done = false;
   private readonly started = performance.now();
-  /** Since when answers of pending nodes count as signs of life. */
-  private checkedAt = this.started;
-  at: number;
+  /** Answers after this one (see `answerSequence`) are signs of life. */
+  private checkedAfter = answerSequence;
 
   constructor(
     private readonly nodes: readonly RedlockNode[],
@@ -100,6 +102,7 @@ class Poll implements Deadline {
     private readonly answered: ((index: number) => void) | undefined,
     private readonly resolve: (ballots: Ballot[]) => void,
   ) {
+    super();
     this.ballots = new Array<Ballot | undefined>(nodes.length);
     this.tally = { granted: 0, busy: 0, failed: 0, pending: nodes.length };
     this.at = this.started + timeoutMs;
@@ -135,7 +138,7 @@ class Poll implements Deadline {
   }
 
   private record(i: number, ballot: Ballot, outcome: NodeOutcome): void {
-    this.nodes[i].lastAnswerAt = performance.now();
+    this.nodes[i].lastAnswer = ++answerSequence;
     if (outcome !== 'error') this.answered?.(i);
     if (this.done) return;
     this.ballots[i] = ballot;
@@ -163,9 +166,9 @@ class Poll implements Deadline {
     for (let i = 0; i < nodes.length && !wait; i++)
       wait =
         this.ballots[i] === undefined &&
-        (nodes[i].lastAnswerAt ?? 0) > this.checkedAt;
+        nodes[i].lastAnswer > this.checkedAfter;
     if (!wait) return this.finish();
-    this.checkedAt = now;
+    this.checkedAfter = answerSequence;
     this.at = now + timeoutMs;
     deadlines.add(this);
   };

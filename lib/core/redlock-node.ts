@@ -43,11 +43,13 @@ export class RedlockNode {
   ) {}
 
   /**
-   * When this node last answered a request of a poll (`performance.now()`),
-   * successfully or with an error reply: a node that answers is alive,
-   * even when a burst keeps it busy past the node timeout (see `poll`).
+   * When this node last answered a request of a poll, successfully or with
+   * an error reply, as a number from `answerSequence` (later answers of any
+   * node have higher numbers): a node that answers is alive, even when a
+   * burst keeps it busy past the node timeout (see `poll`). A counter rather
+   * than a clock reading, as it is written for every answer of every node.
    */
-  lastAnswerAt?: number;
+  lastAnswer = 0;
 
   /** Writes of this tick: the first sent, or the socket corked for the rest. */
   private tick?: 'first' | Redis['stream'];

@@ -22,6 +22,7 @@ import {
   type Ballot,
   type Tally,
 } from './poll.js';
+import { deadlines } from './deadline-timer.js';
 import { closeNodes, createNodes, type RedlockNode } from './redlock-node.js';
 import {
   REDLOCK_DEFAULTS,
@@ -714,6 +715,8 @@ export class Redlock implements LockOperations {
     await this.reservations.close();
     await this.releases.close();
     await closeNodes(this.nodes);
+    // The polls' shared timer may still be armed for a deadline gone by.
+    deadlines.unrefWhenIdle();
   }
 
   private async attempt(
