@@ -1,4 +1,5 @@
 import type { Lock } from './lock.js';
+import { abortReason } from './run-options.js';
 import { BARGE_WINDOW_MS } from './scripts/acquire.script.js';
 
 /**
@@ -115,7 +116,7 @@ export class LocalQueue {
       });
       return Promise.resolve(true);
     }
-    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
     const adopted = this.adopt(line, lease);
     if (adopted) return Promise.resolve(adopted);
     // Otherwise a lingering release went to the nodes, and this caller
@@ -136,7 +137,7 @@ export class LocalQueue {
       };
       const aborted = () => {
         finish();
-        reject(signal?.reason as Error);
+        reject(abortReason(signal!));
       };
       const timer = setTimeout(() => turn.give(false), timeoutMs);
       signal?.addEventListener('abort', aborted, { once: true });

@@ -110,6 +110,7 @@ class Poll extends Deadline {
   }
 
   reply(i: number, reply: unknown): void {
+    this.nodes[i].lastAnswer = ++answerSequence;
     let outcome: 'granted' | 'busy';
     try {
       outcome = this.judge(reply);
@@ -122,6 +123,10 @@ class Poll extends Deadline {
   }
 
   fail(i: number, error: unknown): void {
+    // An error reply is an answer; the client's own errors (a command
+    // timeout, a closed connection) say nothing of the node's life.
+    if ((error as Error | undefined)?.name === 'ReplyError')
+      this.nodes[i].lastAnswer = ++answerSequence;
     const message = error instanceof Error ? error.message : String(error);
     this.record(
       i,
@@ -138,7 +143,6 @@ class Poll extends Deadline {
   }
 
   private record(i: number, ballot: Ballot, outcome: NodeOutcome): void {
-    this.nodes[i].lastAnswer = ++answerSequence;
     if (outcome !== 'error') this.answered?.(i);
     if (this.done) return;
     this.ballots[i] = ballot;

@@ -35,6 +35,7 @@ import { nodeBit, ReleaseListener } from './release-listener.js';
 import { Reservations, type Reservation } from './reservations.js';
 import { normalizeResources } from './resources.js';
 import {
+  abortReason,
   checkRunOptions,
   checkSignalOption,
   checkWatchdogOptions,
@@ -405,6 +406,10 @@ export class Redlock implements LockOperations {
     // same, once this instance listens (its first wait subscribes).
     let stopExpecting = queue && this.releases.expect(keys, value);
     try {
+      // quit() or an abort in the turn between acquire()'s own check and
+      // here: the clean-up below gives the adopted place back.
+      const stop = this.stopReason(names, attempt, signal);
+      if (stop !== undefined) throw stop;
       if (reserved && queue && reserved.placed >= this.quorum) {
         // Queued on a quorum: the key went to the waiter before us there, so
         // an attempt could only be refused. Wait for our turn.
@@ -494,8 +499,10 @@ export class Redlock implements LockOperations {
     >,
   ): Promise<Lock | undefined> {
     const { signal } = context;
-    // quit() ran while our attempt was out: give up now rather than wait.
-    if (this.closed) throw this.closedError(names, context.attempt);
+    // quit() ran or the caller aborted while our attempt was out: give up
+    // now rather than wait (the caller's reason first, as everywhere).
+    const stopped = this.stopReason(names, context.attempt, signal);
+    if (stopped !== undefined) throw stopped;
     let given = 0;
     try {
       await this.waitStrategy.wait({
@@ -506,16 +513,16 @@ export class Redlock implements LockOperations {
         value,
       });
     } catch (error) {
-      throw signal?.aborted ? signal.reason : error;
+      throw signal?.aborted ? abortReason(signal) : error;
     } finally {
       // This wait's notes are ours to read once, whatever happens next.
       given = this.releases.takeGiven(value);
     }
-    // quit() woke us: a lock now could not even be released. The caller's
-    // clean-up takes back a key given to us meanwhile, as it does when the
-    // caller gave up.
-    if (this.closed) throw this.closedError(names, context.attempt);
-    if (signal?.aborted) throw signal.reason;
+    // quit() woke us (a lock now could not even be released), or the
+    // caller aborted. The caller's clean-up takes back a key given to us
+    // meanwhile, as it does when the caller gave up.
+    const stop = this.stopReason(names, context.attempt, signal);
+    if (stop !== undefined) throw stop;
     return queue && this.transferred(names, keys, value, timing, given, queue);
   }
 
@@ -692,9 +699,11 @@ export class Redlock implements LockOperations {
     // next attempt).
     this.localQueue.closeAll();
     this.releases.wakeAll();
-    // Bounded all the same: an attempt and its clean-up are two polls,
-    // each of at most BUSY_WAIT_LIMIT node timeouts (nodes busy with a
-    // burst); with nodes down or hung, two node timeouts in all.
+    // Bounded all the same: an attempt and its clean-up are at most four
+    // polls (the attempt, its fencing round, its take-back, and the
+    // release that leaves the queues), each of at most BUSY_WAIT_LIMIT
+    // node timeouts (nodes busy with a burst); with nodes down or hung,
+    // a few node timeouts in all.
     // A loop, not Math.max(...): a burst may have more calls in flight
     // than a call may take arguments.
     let slowest = 0;
@@ -704,7 +713,10 @@ export class Redlock implements LockOperations {
     await Promise.race([
       Promise.allSettled([...this.active.keys()]),
       new Promise((resolve) => {
-        timer = setTimeout(resolve, 2 * BUSY_WAIT_LIMIT * slowest + 50);
+        timer = setTimeout(
+          resolve,
+          POLLS_PER_CALL * BUSY_WAIT_LIMIT * slowest + 50,
+        );
       }),
     ]);
     clearTimeout(timer);
@@ -1087,13 +1099,26 @@ export class Redlock implements LockOperations {
    * `mayReserve`: the lock may take a queue place for this process's next
    * acquire (see `reserveFor`).
    */
-  private async releaseOnNodes(
+  private releaseOnNodes(
     lock: Lock,
     line: string,
     mayReserve: boolean,
   ): Promise<ReleaseResult> {
-    const expired = this.clock.now() >= lock.deadline;
     const reserve = mayReserve ? this.reserveFor(lock, line) : undefined;
+    const release = this.releaseAndOffer(lock, line, reserve);
+    // A release that queues a place must be over before quit() abandons
+    // the reservations: offered later, its place would stay queued on the
+    // nodes, with the connections closed under its clean-up, and could be
+    // given the key for a whole lease.
+    return reserve ? this.awaitedByQuit(release) : release;
+  }
+
+  private async releaseAndOffer(
+    lock: Lock,
+    line: string,
+    reserve: Reservation | undefined,
+  ): Promise<ReleaseResult> {
+    const expired = this.clock.now() >= lock.deadline;
     // Settles once a quorum confirmed: a hung node costs nothing here, its
     // request stays queued on its connection and its key expires anyway.
     const ballots = await this.sendRelease(
@@ -1300,7 +1325,7 @@ export class Redlock implements LockOperations {
     signal: AbortSignal | undefined,
   ): Error | undefined {
     // Thrown as it is, whatever the caller aborted with.
-    if (signal?.aborted) return signal.reason as Error;
+    if (signal?.aborted) return abortReason(signal);
     return this.closed ? this.closedError(names, attempts) : undefined;
   }
 
@@ -1327,6 +1352,9 @@ export class Redlock implements LockOperations {
     );
   }
 }
+
+/** The most polls one acquire makes after its last wait (see `quit()`). */
+const POLLS_PER_CALL = 4;
 
 /**
  * How long a waiter's place in the nodes' wait queues lives unless an

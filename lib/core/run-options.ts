@@ -46,6 +46,18 @@ export function checkRunOptions(
 }
 
 /**
+ * Why `signal` aborted: its reason, or an `AbortError` when it has none (a
+ * polyfilled signal may lack `reason`; an aborted call must still stop, and
+ * reject with an error rather than `undefined`).
+ */
+export function abortReason(signal: AbortSignal): Error {
+  return (
+    (signal.reason as Error | undefined) ??
+    new DOMException('This operation was aborted', 'AbortError')
+  );
+}
+
+/**
  * Checks the `signal` of an acquire: anything else than an `AbortSignal`
  * would fail later, deep in the wait, with a message that names no option.
  * Duck-typed, as signals from another realm (a test VM, a polyfill) are

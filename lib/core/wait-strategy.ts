@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ReleaseListener } from './release-listener.js';
+import { abortReason } from './run-options.js';
 
 /**
  * What a waiting acquire knows when its attempt failed.
@@ -86,7 +87,7 @@ export class WakeOnRelease implements WaitStrategy {
 
   wait(context: WaitContext): Promise<void> {
     const { signal } = context;
-    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
     return new Promise((resolve, reject) => {
       const done = () => {
         clearTimeout(timer);
@@ -99,7 +100,7 @@ export class WakeOnRelease implements WaitStrategy {
       };
       const aborted = () => {
         done();
-        reject(signal?.reason as Error);
+        reject(abortReason(signal!));
       };
       const timer = setTimeout(woken, fallbackDelay(context));
       const stop = this.listener.listen(context.keys, context.value, woken);

@@ -42,6 +42,28 @@ describe('acquire and tryAcquire with an AbortSignal', () => {
     expect(await scriptCalls(admin)).toBe(before);
   });
 
+  it('a signal that aborted without a reason (a polyfill) still stops the call, with an AbortError', async () => {
+    const { redlock } = instance();
+    await redlock.ready();
+    const before = await scriptCalls(admin);
+    const signal = {
+      aborted: true,
+      addEventListener: () => undefined,
+      removeEventListener: () => undefined,
+    } as unknown as AbortSignal;
+    for (const call of [
+      () => redlock.acquire('r', { signal }),
+      () => redlock.tryAcquire('r', { signal }),
+    ]) {
+      const error = await call().then(
+        (lock) => lock,
+        (e: unknown) => e,
+      );
+      expect((error as Error).name).toBe('AbortError');
+    }
+    expect(await scriptCalls(admin)).toBe(before);
+  });
+
   it('a signal that is not an AbortSignal is refused, naming options.signal', async () => {
     const { redlock } = instance();
     for (const call of [
@@ -95,6 +117,44 @@ describe('acquire and tryAcquire with an AbortSignal', () => {
     expect(released.released).toBe(true);
     expect(released.deferred ?? false).toBe(false);
     expect(await leftovers(redlock, prefix)).toEqual([]);
+  });
+
+  it("aborted and then quit() while a refused attempt is out: rejects with the caller's reason, not as closed", async () => {
+    const { redlock: holderSide, prefix } = instance();
+    const waiterSide = prefixed(prefix, {
+      metaPrefix: `m${prefix}`,
+      nodeTimeout: 5000,
+    });
+    await waiterSide.ready();
+    const holder = await holderSide.acquire('busy');
+    await flushed(holderSide);
+    const controller = new AbortController();
+    const reason = reasonOf('then quit');
+    let quitting: Promise<void> | undefined;
+    let waiting: Promise<unknown>;
+    // Two of three nodes hold their answers: the attempt (refused by the
+    // third, which queues the waiter) stays out while the caller aborts
+    // and the instance quits.
+    servers[1].freeze();
+    servers[2].freeze();
+    try {
+      waiting = waiterSide.acquire('busy', {
+        signal: controller.signal,
+        waitTimeout: 10_000,
+      });
+      waiting.catch(() => undefined);
+      while ((await scanKeys(admin[0], `m${prefix}*`)).length === 0)
+        await new Promise((r) => setTimeout(r, 10));
+      controller.abort(reason);
+      quitting = waiterSide.quit();
+    } finally {
+      servers[1].thaw();
+      servers[2].thaw();
+    }
+    await expect(waiting).rejects.toBe(reason);
+    await quitting;
+    await holder.release();
+    expect(await leftovers(holderSide, prefix)).toEqual([]);
   });
 
   for (const method of ['acquire', 'tryAcquire'] as const)

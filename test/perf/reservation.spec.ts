@@ -115,6 +115,35 @@ describe('queue places reserved by a release', () => {
     expect(await keysOn(prefix, 'sku')).toEqual(nowhere());
   });
 
+  it('a release that reserves a place, with quit() called while it is out, leaves no place behind', async () => {
+    const prefix = uniquePrefix('quit');
+    const { first, second, lock, pendingSecond } = await contended(
+      prefix,
+      'sku',
+    );
+    // The release carries a place for first's next acquire, and two nodes
+    // hold its answers while quit() runs. A place offered after quit()
+    // gave up its reservations would stay queued, its clean-up meeting
+    // closed connections, and second's release would give it the key.
+    servers[1].freeze();
+    servers[2].freeze();
+    let released: Promise<unknown> | undefined;
+    let quitting: Promise<void> | undefined;
+    try {
+      released = lock.release();
+      await sleep(20);
+      quitting = first.quit();
+      await sleep(20);
+    } finally {
+      servers[1].thaw();
+      servers[2].thaw();
+    }
+    await released;
+    await quitting;
+    const secondLock = await pendingSecond;
+    await expectOnlyHolderQueued(prefix, second, secondLock);
+  });
+
   it('the next caller waiting in the same process adopts the place its release reserved', async () => {
     const prefix = uniquePrefix('local');
     // No in-process handoff: the lease goes back through Redis.

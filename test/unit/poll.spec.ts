@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { ReplyError } from 'ioredis';
 import { poll } from '../../lib/core/poll.js';
 import type { RedlockNode } from '../../lib/core/redlock-node.js';
 
@@ -33,5 +34,57 @@ describe('poll', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  });
+
+  /**
+   * A poll on three nodes whose third never answers, while other polls
+   * hear `error` from that node every 10 ms: how long the first poll takes
+   * to give the third node up (node timeout 100 ms: up to 20 of them for
+   * a node that is busy, not down).
+   */
+  const settleWhileFailing = async (error: () => Error) => {
+    const mute = ['a', 'b', 'c'].map(
+      (name) => ({ name, lastAnswer: 0 }) as unknown as RedlockNode,
+    );
+    const start = performance.now();
+    const pending = poll(
+      mute,
+      (node) =>
+        node.name === 'c' ? new Promise(() => undefined) : Promise.resolve(1),
+      () => 'busy',
+      100,
+      () => false,
+    );
+    let settled = false;
+    void pending.then(() => (settled = true));
+    while (!settled && performance.now() - start < 3000) {
+      await poll(
+        mute,
+        (node) =>
+          node.name === 'c' ? Promise.reject(error()) : Promise.resolve(1),
+        () => 'busy',
+        100,
+        () => false,
+      );
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const ballots = await pending;
+    expect(ballots[2].outcome).toBe('timeout');
+    return performance.now() - start;
+  };
+
+  it("gives up a node that answers nothing within two node timeouts, whatever the client's own errors for it", async () => {
+    // A command timeout or a closed connection is not a sign of life.
+    expect(
+      await settleWhileFailing(() => new Error('Command timed out')),
+    ).toBeLessThan(500);
+  });
+
+  it('waits on for a node that keeps sending error replies (busy, not down)', async () => {
+    expect(
+      await settleWhileFailing(
+        () => new (ReplyError as new (message: string) => Error)('BUSY'),
+      ),
+    ).toBeGreaterThan(600);
   });
 });
