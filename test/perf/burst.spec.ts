@@ -92,4 +92,41 @@ describe('a burst of requests past the node timeout', () => {
       servers[2].thaw();
     }
   });
+
+  it('after the nodes lost their scripts, a burst of acquires sends each script source once per node, and every acquire is granted', async () => {
+    const prefix = uniquePrefix('noscript');
+    const redlock = prefixed(prefix);
+    await (await redlock.acquire('warm')).release();
+    // As after a restart without persistence: the script cache is empty.
+    await Promise.all(admin.map((c) => c.script('FLUSH')));
+    const evals = () =>
+      Promise.all(
+        admin.map(async (c) =>
+          Number(
+            /cmdstat_eval:calls=(\d+)/.exec(
+              await c.info('commandstats'),
+            )?.[1] ?? 0,
+          ),
+        ),
+      );
+    const before = await evals();
+    const locks = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => redlock.acquire(`cold:${i}`)),
+    );
+    expect(locks.every((lock) => lock.isHeld)).toBe(true);
+    const after = await evals();
+    // At most one EVAL with a script's source per node and script: the
+    // acquire script, and on a loaded machine the release script when an
+    // attempt had to take its grants back (the old code sent 300 per node).
+    // The other requests that met NOSCRIPT ran by SHA once it was loaded.
+    for (const [i, n] of after.entries())
+      expect(n - before[i]).toBeLessThanOrEqual(2);
+    const released = await Promise.all(locks.map((lock) => lock.release()));
+    expect(released.filter((r) => !r.released)).toEqual([]);
+    await flushed(redlock);
+    expect(
+      (await Promise.all(admin.map((c) => scanKeys(c, `${prefix}*`)))).flat(),
+    ).toEqual([]);
+    await redlock.quit();
+  });
 });

@@ -22,7 +22,21 @@ export function isNoScriptError(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
-/** Runs a script by SHA, sending its source only if the node answers NOSCRIPT. */
+/**
+ * Per client, the scripts whose source is on its way after a NOSCRIPT: the
+ * `EVAL` that sends it, which loads the script as it runs.
+ */
+const loading = new WeakMap<Redis, Map<string, Promise<unknown>>>();
+
+/**
+ * Runs a script by SHA, sending its source only if the node answers
+ * NOSCRIPT. After a node restarts empty, a burst of requests all meet
+ * NOSCRIPT at once: the first sends the source (`EVAL`), and the others
+ * wait for it and run by SHA again, instead of each sending the source
+ * (a few KB, hashed by the node on every `EVAL`). A request that meets
+ * NOSCRIPT a second time (the script was flushed again) sends the source
+ * itself.
+ */
 export function runScript(
   client: Redis,
   script: LuaScript,
@@ -31,6 +45,35 @@ export function runScript(
 ): Promise<unknown> {
   // Not an async function: this runs for every node of every request, and
   // the extra promise an async wrapper adds showed in the client's CPU.
+  return client
+    .evalsha(script.sha, keys.length, ...keys, ...args)
+    .catch((error: unknown) => {
+      if (!isNoScriptError(error)) throw error;
+      const pending = loading.get(client)?.get(script.sha);
+      if (pending)
+        return pending.then(
+          () => evalOnce(client, script, keys, args),
+          () => evalOnce(client, script, keys, args),
+        );
+      const sent = client.eval(script.source, keys.length, ...keys, ...args);
+      let scripts = loading.get(client);
+      if (!scripts) loading.set(client, (scripts = new Map()));
+      scripts.set(script.sha, sent);
+      const done = () => {
+        if (scripts.get(script.sha) === sent) scripts.delete(script.sha);
+      };
+      sent.then(done, done);
+      return sent;
+    });
+}
+
+/** By SHA once more, then with the source if the node still lacks it. */
+function evalOnce(
+  client: Redis,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number | Buffer)[],
+): Promise<unknown> {
   return client
     .evalsha(script.sha, keys.length, ...keys, ...args)
     .catch((error: unknown) => {
