@@ -216,16 +216,10 @@ try {
     for (const nodes of config.topologies) {
       for (const scenario of rotating) {
         const order = config.libs.map((_, i) => config.libs[(i + round) % config.libs.length]);
-        if (scenario === 'seq') {
-          const byLib = await sequentialInTurns(order, nodes, round);
-          for (const name of order) {
-            record(scenario, nodes, name, byLib[name]);
-            log(`round ${round + 1} ${nodes} node(s) ${scenario} ${name}: ${brief(SCENARIOS[scenario].main, byLib[name])}`);
-          }
-          continue;
-        }
+        // Scenario 1 runs every library at once; the others one at a time.
+        const inTurns = scenario === 'seq' ? await sequentialInTurns(order, nodes, round) : undefined;
         for (const name of order) {
-          const r = await runOne(scenario, name, nodes, round);
+          const r = inTurns?.[name] ?? (await runOne(scenario, name, nodes, round));
           record(scenario, nodes, name, r);
           log(`round ${round + 1} ${nodes} node(s) ${scenario} ${name}: ${brief(SCENARIOS[scenario].main, r)}`);
         }

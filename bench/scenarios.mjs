@@ -7,13 +7,15 @@ const now = () => performance.now();
 const shared = (t) => performance.timeOrigin + t;
 
 /**
- * 1. Sequential lock+unlock of distinct keys, the libraries taking turns: every library of `libs` ({ name: lib })
- * runs a block of `blockPairs` pairs in turn (who goes first rotates), until
- * each has run about `durationMs`. A sequential pair is a few hundred µs of
+ * 1. Sequential lock+unlock of distinct keys, the libraries taking turns:
+ * every library of `libs` ({ name: lib }) runs a block of `blockPairs`
+ * pairs in turn (who goes first rotates), until each has run about
+ * `durationMs`. A sequential pair is a few hundred µs of
  * latency on a machine the nodes share with the client, so load that comes
  * and goes over seconds (another process, the nodes' own housekeeping) moved
  * whole 1 s runs by 20 % or more; blocks of tens of ms spread it over every
- * library alike. Returns { name: the same figures as `sequential` }.
+ * library alike. Returns { name: pairs/s and the p50/p99 of acquire and
+ * release }.
  */
 export async function sequentialTakingTurns(libs, { durationMs, blockPairs = 100, maxBlocks = 2_000, tag }) {
   const names = Object.keys(libs);

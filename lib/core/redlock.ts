@@ -406,11 +406,12 @@ export class Redlock implements LockOperations {
     // same, once this instance listens (its first wait subscribes).
     let stopExpecting = queue && this.releases.expect(keys, value);
     try {
-      // quit() or an abort in the turn between acquire()'s own check and
-      // here: the clean-up below gives the adopted place back.
-      const stop = this.stopReason(names, attempt, signal);
-      if (stop !== undefined) throw stop;
       if (reserved && queue && reserved.placed >= this.quorum) {
+        // quit() or an abort in the turn between acquire()'s own check
+        // and here: no lock from the adopted place (the clean-up below
+        // gives it back). Attempts and waits check for themselves.
+        const stop = this.stopReason(names, attempt, signal);
+        if (stop !== undefined) throw stop;
         // Queued on a quorum: the key went to the waiter before us there, so
         // an attempt could only be refused. Wait for our turn.
         const lock = reserved.heard

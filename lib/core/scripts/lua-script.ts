@@ -43,18 +43,31 @@ export function runScript(
   keys: readonly string[],
   args: readonly (string | number | Buffer)[],
 ): Promise<unknown> {
+  return bySha(client, script, keys, args, false);
+}
+
+/**
+ * `EVALSHA`; on NOSCRIPT, waits for the source another request is sending
+ * (once: `again`), or sends it.
+ */
+function bySha(
+  client: Redis,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number | Buffer)[],
+  again: boolean,
+): Promise<unknown> {
   // Not an async function: this runs for every node of every request, and
   // the extra promise an async wrapper adds showed in the client's CPU.
   return client
     .evalsha(script.sha, keys.length, ...keys, ...args)
     .catch((error: unknown) => {
       if (!isNoScriptError(error)) throw error;
-      const pending = loading.get(client)?.get(script.sha);
-      if (pending)
-        return pending.then(
-          () => evalOnce(client, script, keys, args),
-          () => evalOnce(client, script, keys, args),
-        );
+      const pending = again ? undefined : loading.get(client)?.get(script.sha);
+      if (pending) {
+        const retry = () => bySha(client, script, keys, args, true);
+        return pending.then(retry, retry);
+      }
       const sent = client.eval(script.source, keys.length, ...keys, ...args);
       let scripts = loading.get(client);
       if (!scripts) loading.set(client, (scripts = new Map()));
@@ -64,20 +77,5 @@ export function runScript(
       };
       sent.then(done, done);
       return sent;
-    });
-}
-
-/** By SHA once more, then with the source if the node still lacks it. */
-function evalOnce(
-  client: Redis,
-  script: LuaScript,
-  keys: readonly string[],
-  args: readonly (string | number | Buffer)[],
-): Promise<unknown> {
-  return client
-    .evalsha(script.sha, keys.length, ...keys, ...args)
-    .catch((error: unknown) => {
-      if (!isNoScriptError(error)) throw error;
-      return client.eval(script.source, keys.length, ...keys, ...args);
     });
 }
