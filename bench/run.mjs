@@ -10,7 +10,8 @@
 //   --held-locks=N     scenario 4 lock count (default 10000, quick 2000)
 //   --held-ttl=MS      scenario 4 lease (default 10000, quick 1500)
 //   --nodes=1,5        topologies
-//   --scenarios=seq,par,hot,hotproc,held
+//   --scenarios=seq,seqfar,par,hot,hotproc,held
+//   --far-ms=MS        scenario 1b: delay each way to the two far nodes (default 1)
 //   --libs=a,b         subset of libraries (names as printed)
 //   --no-write         don't write bench/RESULTS.md
 import { fork } from 'node:child_process';
@@ -19,6 +20,7 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServers } from '../scripts/redis-nodes.mjs';
+import { startFarNodes } from './latency-proxy.mjs';
 import { ALL, createLib, FLOOR, OURS, PEERS } from './libs.mjs';
 import { held, hotInProcess, hotWorker, parallel, sequentialTakingTurns, summarizeHot } from './scenarios.mjs';
 import { countCommands, internalClient, median, sleep } from './util.mjs';
@@ -39,7 +41,9 @@ const config = {
   holdMs: Number(args['hold-seconds'] ?? (quick ? 3 : 30)) * 1000,
   heldLocks: Number(args['held-locks'] ?? (quick ? 2000 : 10_000)),
   topologies: String(args.nodes ?? '1,5').split(',').map(Number),
-  scenarios: String(args.scenarios ?? 'seq,par,hot,hotproc,held').split(','),
+  scenarios: String(args.scenarios ?? 'seq,seqfar,par,hot,hotproc,held').split(','),
+  /** Scenario 1b: ms added in each direction to two of the five nodes. */
+  farMs: Number(args['far-ms'] ?? 1),
   libs: args.libs ? String(args.libs).split(',') : ALL,
   ttl: 10_000,
   /** Scenario 4's lease: the watchdog extends about every third of it. */
@@ -52,6 +56,11 @@ const config = {
 
 const SCENARIOS = {
   seq: { title: '1. Uncontended, sequential lock+unlock of distinct keys', main: 'pairsPerSec' },
+  seqfar: {
+    title: `1b. As 1, with two of the five nodes farther away (${config.farMs} ms more each way, as in another zone)`,
+    main: 'pairsPerSec',
+    onlyNodes: 5,
+  },
   par: { title: '2. Parallel: 64 workers on distinct keys', main: 'pairsPerSec' },
   hot: { title: '3a. Contended: 16 workers in ONE process on one key, 1 ms hold', main: 'csPerSec' },
   hotproc: { title: '3b. Contended: 16 workers in 16 processes on one key, 1 ms hold', main: 'csPerSec' },
@@ -175,9 +184,24 @@ async function runOne(scenario, name, nodes, round, durationMs) {
   }
 }
 
-/** Scenario 1 for every library at once, in turns (see sequentialTakingTurns). */
-async function sequentialInTurns(names, nodes, round, durationMs = config.seqMs) {
-  const urls = lockServers.slice(0, nodes).map((s) => s.url);
+/** Scenario 1b's two far nodes (proxies to lock nodes 4 and 5), started on first use. */
+let farNodes;
+
+/** The lock nodes of a run: the first `nodes` servers, or 1b's three near and two far. */
+async function nodeUrls(scenario, nodes) {
+  if (scenario !== 'seqfar') return lockServers.slice(0, nodes).map((s) => s.url);
+  farNodes ??= await startFarNodes([lockServers[3].port, lockServers[4].port], config.farMs);
+  return [...lockServers.slice(0, 3).map((s) => s.url), ...farNodes.urls];
+}
+
+/** Which scenarios run on a topology (1b only on 5 nodes). */
+function scenariosOn(nodes, scenarios) {
+  return scenarios.filter((s) => (SCENARIOS[s].onlyNodes ?? nodes) === nodes);
+}
+
+/** Scenario 1 (or 1b) for every library at once, in turns (see sequentialTakingTurns). */
+async function sequentialInTurns(scenario, names, nodes, round, durationMs = config.seqMs) {
+  const urls = await nodeUrls(scenario, nodes);
   await flush();
   const libs = {};
   try {
@@ -197,8 +221,8 @@ async function sequentialInTurns(names, nodes, round, durationMs = config.seqMs)
  */
 async function warmUp() {
   for (const nodes of config.topologies)
-    for (const scenario of config.scenarios.filter((s) => s !== 'held')) {
-      if (scenario === 'seq') await sequentialInTurns(config.libs, nodes, 'warm', config.warmMs);
+    for (const scenario of scenariosOn(nodes, config.scenarios).filter((s) => s !== 'held')) {
+      if (inTurns(scenario)) await sequentialInTurns(scenario, config.libs, nodes, 'warm', config.warmMs);
       else for (const name of config.libs) await runOne(scenario, name, nodes, 'warm', config.warmMs);
     }
 }
@@ -214,12 +238,12 @@ try {
   const rotating = config.scenarios.filter((s) => s !== 'held');
   for (let round = 0; round < config.rounds; round++) {
     for (const nodes of config.topologies) {
-      for (const scenario of rotating) {
+      for (const scenario of scenariosOn(nodes, rotating)) {
         const order = config.libs.map((_, i) => config.libs[(i + round) % config.libs.length]);
         // Scenario 1 runs every library at once; the others one at a time.
-        const inTurns = scenario === 'seq' ? await sequentialInTurns(order, nodes, round) : undefined;
+        const turns = inTurns(scenario) ? await sequentialInTurns(scenario, order, nodes, round) : undefined;
         for (const name of order) {
-          const r = inTurns?.[name] ?? (await runOne(scenario, name, nodes, round));
+          const r = turns?.[name] ?? (await runOne(scenario, name, nodes, round));
           record(scenario, nodes, name, r);
           log(`round ${round + 1} ${nodes} node(s) ${scenario} ${name}: ${brief(SCENARIOS[scenario].main, r)}`);
         }
@@ -244,8 +268,14 @@ try {
       return exited;
     }),
   );
+  await farNodes?.stop();
   await Promise.all(admin.map((c) => c.quit()));
   await Promise.all(servers.map((s) => s.stop()));
+}
+
+/** Scenarios 1 and 1b run every library at once, in turns. */
+function inTurns(scenario) {
+  return scenario === 'seq' || scenario === 'seqfar';
 }
 
 function brief(metric, r) {
@@ -272,6 +302,11 @@ function renderReport() {
     `Libraries: ${OURS} ${ownVersion} (default settings), ${PEERS.map((p) => `${p} ${version(p)}`).join(', ')}, ioredis ${version('ioredis')}.`,
     `Peers poll every 10 ms when contended (redlock: retryDelay 10, retryJitter 5; redis-semaphore: retryInterval 10; redlock-universal: retryDelay 10). Lease ${config.ttl / 1000} s for all (scenario 4: ${config.heldTtl / 1000} s).`,
     `Scenarios 1-3: median of ${config.rounds} interleaved rounds (${config.seqMs / 1000} s, ${config.parMs / 1000} s, ${config.hotMs / 1000} s per run), after an unmeasured ${config.warmMs / 1000} s run of each of them by every library. In scenario 1 the libraries of a round take turns in blocks of 100 pairs (all connected at once), so each run is spread over the whole round. Scenario 4: one run per library.`,
+    ...(results.seqfar
+      ? [
+          `Scenario 1b: nodes 4 and 5 are reached through a proxy process (bench/latency-proxy.mjs) that holds every chunk ${config.farMs} ms in each direction; nodes 1-3 answer as in scenario 1, so a majority is near.`,
+        ]
+      : []),
     'Figures are noisy on a small shared machine: compare ratios within this run, not across runs.',
     '"× floor" and "× best peer" compare the first column (for CPU, lower is better, so the ratio is best/ours).',
     ...(ceiling
