@@ -20,7 +20,7 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServers } from '../scripts/redis-nodes.mjs';
-import { startFarNodes } from './latency-proxy.mjs';
+import { startFarNodes } from '../scripts/latency-proxy.mjs';
 import { ALL, createLib, FLOOR, OURS, PEERS } from './libs.mjs';
 import { held, hotInProcess, hotWorker, parallel, sequentialTakingTurns, summarizeHot } from './scenarios.mjs';
 import { countCommands, internalClient, median, sleep } from './util.mjs';
@@ -304,7 +304,7 @@ function renderReport() {
     `Scenarios 1-3: median of ${config.rounds} interleaved rounds (${config.seqMs / 1000} s, ${config.parMs / 1000} s, ${config.hotMs / 1000} s per run), after an unmeasured ${config.warmMs / 1000} s run of each of them by every library. In scenario 1 the libraries of a round take turns in blocks of 100 pairs (all connected at once), so each run is spread over the whole round. Scenario 4: one run per library.`,
     ...(results.seqfar
       ? [
-          `Scenario 1b: nodes 4 and 5 are reached through a proxy process (bench/latency-proxy.mjs) that holds every chunk ${config.farMs} ms in each direction; nodes 1-3 answer as in scenario 1, so a majority is near.`,
+          `Scenario 1b: nodes 4 and 5 are reached through a proxy process (scripts/latency-proxy.mjs) that holds every chunk ${config.farMs} ms in each direction; nodes 1-3 answer as in scenario 1, so a majority is near.`,
         ]
       : []),
     'Figures are noisy on a small shared machine: compare ratios within this run, not across runs.',

@@ -130,6 +130,8 @@ export async function issueFencingTokens(
       (reply) => ((reply as unknown[])[0] === 1 ? 'granted' : 'busy'),
       nodeTimeout,
       decided,
+      // Tokens stored once the lock's validity is over would fence nothing.
+      { limitMs: lock.deadline - redlock.clock.now() },
     );
     if (redlock.clock.now() >= lock.deadline) return 'expired';
     const stored = ballots.filter((b) => b.outcome === 'granted').length;

@@ -22,6 +22,19 @@ export const BUSY_WAIT_LIMIT = 20;
 /** Numbers the answers of every node (see `RedlockNode.lastAnswer`). */
 let answerSequence = 0;
 
+/** Optional settings of a {@link poll}. */
+export interface PollOptions {
+  /** Told of every node that answered, also after the poll settled. */
+  readonly answered?: (index: number) => void;
+  /**
+   * The longest the poll may take, in ms, busy nodes included: the time
+   * after which no answer could help (an acquire's or extension's lease,
+   * less the drift, is over: a quorum granted later would hold nothing).
+   * At most, and by default, `BUSY_WAIT_LIMIT` node timeouts.
+   */
+  readonly limitMs?: number;
+}
+
 /** Counts of a poll so far. */
 export interface Tally {
   granted: number;
@@ -48,7 +61,8 @@ export interface Tally {
  * answer was reported as a failed node, though the node did the work. A
  * frozen or unreachable node stops answering, and is given up on within two
  * node timeouts of its last answer. Acquires lose nothing by the wait: their
- * validity counts from the attempt's start.
+ * validity counts from the attempt's start; and they bound it by their lease
+ * (`limitMs`), past which a grant would be worthless.
  */
 export function poll(
   nodes: readonly RedlockNode[],
@@ -56,8 +70,7 @@ export function poll(
   judge: (reply: unknown) => 'granted' | 'busy',
   timeoutMs: number,
   decided: (tally: Tally) => boolean,
-  /** Told of every node that answered, also after the poll settled. */
-  answered?: (index: number) => void,
+  options?: PollOptions,
 ): Promise<Ballot[]> {
   // Every request is written before any bookkeeping: the writes of one
   // poll go out back to back (each costs a system call that wakes a node).
@@ -72,7 +85,7 @@ export function poll(
     }
   }
   return new Promise((resolve) => {
-    const run = new Poll(nodes, judge, timeoutMs, decided, answered, resolve);
+    const run = new Poll(nodes, judge, timeoutMs, decided, options, resolve);
     for (let i = 0; i < requests.length; i++) {
       requests[i].then(
         (reply) => run.reply(i, reply),
@@ -93,19 +106,29 @@ class Poll extends Deadline {
   private readonly started = performance.now();
   /** Answers after this one (see `answerSequence`) are signs of life. */
   private checkedAfter = answerSequence;
+  private readonly answered: ((index: number) => void) | undefined;
+  /** When the poll settles at the latest (see `PollOptions.limitMs`). */
+  private readonly end: number;
 
   constructor(
     private readonly nodes: readonly RedlockNode[],
     private readonly judge: (reply: unknown) => 'granted' | 'busy',
     private readonly timeoutMs: number,
     private readonly decided: (tally: Tally) => boolean,
-    private readonly answered: ((index: number) => void) | undefined,
+    options: PollOptions | undefined,
     private readonly resolve: (ballots: Ballot[]) => void,
   ) {
     super();
     this.ballots = new Array<Ballot | undefined>(nodes.length);
     this.tally = { granted: 0, busy: 0, failed: 0, pending: nodes.length };
-    this.at = this.started + timeoutMs;
+    this.answered = options?.answered;
+    const limit = BUSY_WAIT_LIMIT * timeoutMs;
+    this.end =
+      this.started +
+      (options?.limitMs !== undefined
+        ? Math.min(options.limitMs, limit)
+        : limit);
+    this.at = Math.min(this.started + timeoutMs, this.end);
     deadlines.add(this);
   }
 
@@ -165,7 +188,7 @@ class Poll extends Deadline {
     if (this.done) return;
     const now = performance.now();
     const { nodes, timeoutMs } = this;
-    if (now - this.started >= BUSY_WAIT_LIMIT * timeoutMs) return this.finish();
+    if (now >= this.end) return this.finish();
     let wait = now - this.at > timeoutMs / 2;
     for (let i = 0; i < nodes.length && !wait; i++)
       wait =
@@ -173,7 +196,7 @@ class Poll extends Deadline {
         nodes[i].lastAnswer > this.checkedAfter;
     if (!wait) return this.finish();
     this.checkedAfter = answerSequence;
-    this.at = now + timeoutMs;
+    this.at = Math.min(now + timeoutMs, this.end);
     deadlines.add(this);
   };
 

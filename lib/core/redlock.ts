@@ -762,8 +762,13 @@ export class Redlock implements LockOperations {
       (reply) => (acquireReply(reply).granted ? 'granted' : 'busy'),
       timing.nodeTimeout,
       this.decided,
-      answeredAt &&
-        ((i) => (answeredAt[i] = Math.max(answeredAt[i] ?? start, start))),
+      {
+        answered:
+          answeredAt &&
+          ((i) => (answeredAt[i] = Math.max(answeredAt[i] ?? start, start))),
+        // A quorum reached later would leave no validity.
+        limitMs: timing.ttl - timing.drift,
+      },
     );
     const granted = ballots.filter((b) => b.outcome === 'granted').length;
     const validity = timing.ttl - (this.clock.now() - start) - timing.drift;
@@ -799,6 +804,8 @@ export class Redlock implements LockOperations {
       await this.sendRelease(maybeOurs, keys, value, timing.nodeTimeout, {
         name: queue?.name,
         leave: queue === undefined,
+        // Past the lease, what the nodes did not delete has expired.
+        limitMs: start + timing.ttl - this.clock.now(),
       });
     const answered = ballots.filter(
       (b) => b.outcome === 'granted' || b.outcome === 'busy',
@@ -883,6 +890,7 @@ export class Redlock implements LockOperations {
       (reply) => (reply === 1 ? 'granted' : 'busy'),
       timing.nodeTimeout,
       this.decided,
+      { limitMs: timing.ttl - timing.drift },
     );
     const granted = ballots.filter((b) => b.outcome === 'granted').length;
     const failure = this.settleExtension(
@@ -1078,6 +1086,7 @@ export class Redlock implements LockOperations {
       (reply) => (reply === 1 ? 'granted' : 'busy'),
       this.timing.nodeTimeout,
       this.decided,
+      { limitMs: ttl - clockDrift(ttl, this.driftFactor) },
     );
     const renewed = ballots.filter((b) => b.outcome === 'granted').length;
     const deadline = this.leaseDeadline(start, ttl);
@@ -1290,11 +1299,14 @@ export class Redlock implements LockOperations {
       leave,
       decided = () => false,
       reserve,
+      limitMs,
     }: {
       /** The caller's name in the wait queues, if it waited in them. */
       name?: string;
       leave: boolean;
       decided?: (t: Tally) => boolean;
+      /** See `PollOptions.limitMs`. */
+      limitMs?: number;
       /** A place to queue in the caller's stead when the key goes on (see `reserveFor`). */
       reserve?: Reservation;
     },
@@ -1313,6 +1325,7 @@ export class Redlock implements LockOperations {
       (reply) => (releaseReply(reply).deleted > 0 ? 'granted' : 'busy'),
       timeout,
       decided,
+      { limitMs },
     );
   }
 

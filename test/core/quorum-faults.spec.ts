@@ -12,6 +12,7 @@ import {
   scanKeys,
   type RedisServer,
 } from '../../scripts/redis-nodes.mjs';
+import { listenDelayed } from '../../scripts/latency-proxy.mjs';
 import { QUIT_TIMEOUT_MS } from '../../lib/core/redlock-node.js';
 import { closeAll, uniquePrefix } from '../utils/nodes.js';
 
@@ -181,6 +182,67 @@ describe('quorum under node faults (own 5 servers)', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(await keysOn(servers, `${prefix}frozen-*`)).toEqual([]);
     await lock.quit();
+  });
+
+  it('an attempt stops waiting for slow nodes that still answer once its lease is over', async () => {
+    // Three nodes 300 ms away each way (600 ms round trips) that keep
+    // answering (other calls' answers arrive all along): a poll would wait
+    // for them up to 20 node timeouts (1 s here), though with a 150 ms
+    // lease any grant they sent would arrive with no validity left.
+    const far = await Promise.all(
+      servers.slice(2).map((s) => listenDelayed(s.port, 300)),
+    );
+    // The scripts loaded on every node (or the far nodes' first answers
+    // are NOSCRIPT, and the source a round trip later).
+    const direct = redlock();
+    await (await direct.acquire('slow-warmup')).release();
+    await direct.quit();
+    const lock = redlock({
+      clients: [
+        ...servers.slice(0, 2).map((s) => s.url),
+        ...far.map((p) => p.url),
+      ],
+      nodeTimeout: 50,
+      ttl: 150,
+    });
+    try {
+      // Connected (ioredis's ready check is a round trip too).
+      await Promise.all(lock.nodes.map((node) => node.client.ping()));
+      let traffic = true;
+      // Ten callers in a loop: an answer from every far node every few ms.
+      const background = Promise.all(
+        Array.from({ length: 10 }, async (_, caller) => {
+          for (let i = 0; traffic; i++) {
+            await lock
+              .tryAcquire(`slow-other-${caller}-${i}`)
+              .catch(() => undefined);
+          }
+        }),
+      );
+      // Until the far nodes' first answers come back.
+      await new Promise((r) => setTimeout(r, 700));
+      const started = performance.now();
+      const error = (await lock
+        .tryAcquire('slow-majority')
+        .catch((e: unknown) => e)) as LockNotAcquiredError;
+      const elapsed = performance.now() - started;
+      traffic = false;
+      await background;
+      expect(error).toBeInstanceOf(LockNotAcquiredError);
+      expect(error.nodes.map((n) => n.outcome)).toEqual([
+        'granted',
+        'granted',
+        'timeout',
+        'timeout',
+        'timeout',
+      ]);
+      // Its answers arrive 600 ms after it asked; it settled well before
+      // (it waited for the lease, 150 ms, then took its keys back).
+      expect(elapsed).toBeLessThan(500);
+    } finally {
+      await lock.quit();
+      await Promise.all(far.map((p) => p.close()));
+    }
   });
 
   it('runs scripts again after a node restarts empty (NOSCRIPT fallback)', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { ReplyError } from 'ioredis';
-import { poll } from '../../lib/core/poll.js';
+import { poll, type PollOptions } from '../../lib/core/poll.js';
 import type { RedlockNode } from '../../lib/core/redlock-node.js';
 
 // poll's own bookkeeping, with requests that resolve at once (no Redis:
@@ -42,7 +42,10 @@ describe('poll', () => {
    * to give the third node up (node timeout 100 ms: up to 20 of them for
    * a node that is busy, not down).
    */
-  const settleWhileFailing = async (error: () => Error) => {
+  const settleWhileFailing = async (
+    error: () => Error,
+    options?: PollOptions,
+  ) => {
     const mute = ['a', 'b', 'c'].map(
       (name) => ({ name, lastAnswer: 0 }) as unknown as RedlockNode,
     );
@@ -54,6 +57,7 @@ describe('poll', () => {
       () => 'busy',
       100,
       () => false,
+      options,
     );
     let settled = false;
     void pending.then(() => (settled = true));
@@ -86,5 +90,17 @@ describe('poll', () => {
         () => new (ReplyError as new (message: string) => Error)('BUSY'),
       ),
     ).toBeGreaterThan(600);
+  });
+
+  it('stops waiting for a busy node at its limit (a lease past which no answer helps)', async () => {
+    // Busy as above, but an acquire whose lease ends in 250 ms has no use
+    // for answers after that: the poll settles by then, not 20 node
+    // timeouts (2 s) later.
+    const took = await settleWhileFailing(
+      () => new (ReplyError as new (message: string) => Error)('BUSY'),
+      { limitMs: 250 },
+    );
+    expect(took).toBeGreaterThanOrEqual(240);
+    expect(took).toBeLessThan(600);
   });
 });
