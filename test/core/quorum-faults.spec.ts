@@ -184,11 +184,16 @@ describe('quorum under node faults (own 5 servers)', () => {
     await lock.quit();
   });
 
-  it('an attempt stops waiting for slow nodes that still answer once its lease is over', async () => {
-    // Three nodes 300 ms away each way (600 ms round trips) that keep
-    // answering (other calls' answers arrive all along): a poll would wait
-    // for them up to 20 node timeouts (1 s here), though with a 150 ms
-    // lease any grant they sent would arrive with no validity left.
+  /**
+   * Runs `measured` with a lock on five nodes of which three are 300 ms
+   * away each way (600 ms round trips) and keep answering: other calls
+   * (150 ms leases) go out every 5 ms, so an answer from every far node
+   * comes in every 5 ms. A poll waits for nodes that
+   * answer like that up to 20 node timeouts (1 s here).
+   */
+  async function withBusyFarMajority(
+    measured: (lock: Redlock) => Promise<void>,
+  ): Promise<void> {
     const far = await Promise.all(
       servers.slice(2).map((s) => listenDelayed(s.port, 300)),
     );
@@ -203,31 +208,40 @@ describe('quorum under node faults (own 5 servers)', () => {
         ...far.map((p) => p.url),
       ],
       nodeTimeout: 50,
-      ttl: 150,
     });
+    // Asked every 5 ms without waiting for the previous ones, so the far
+    // nodes' answers come in at that pace whatever each call does.
+    const pending: Promise<unknown>[] = [];
+    let traffic: ReturnType<typeof setInterval> | undefined;
     try {
       // Connected (ioredis's ready check is a round trip too).
       await Promise.all(lock.nodes.map((node) => node.client.ping()));
-      let traffic = true;
-      // Ten callers in a loop: an answer from every far node every few ms.
-      const background = Promise.all(
-        Array.from({ length: 10 }, async (_, caller) => {
-          for (let i = 0; traffic; i++) {
-            await lock
-              .tryAcquire(`slow-other-${caller}-${i}`)
-              .catch(() => undefined);
-          }
-        }),
-      );
+      let i = 0;
+      traffic = setInterval(() => {
+        pending.push(
+          lock
+            .tryAcquire(`slow-other-${i++}`, { ttl: 150 })
+            .catch(() => undefined),
+        );
+      }, 5);
       // Until the far nodes' first answers come back.
       await new Promise((r) => setTimeout(r, 700));
+      await measured(lock);
+    } finally {
+      clearInterval(traffic);
+      await Promise.all(pending);
+      await lock.quit();
+      await Promise.all(far.map((p) => p.close()));
+    }
+  }
+
+  it('an attempt stops waiting for slow nodes that still answer once its lease is over', async () => {
+    await withBusyFarMajority(async (lock) => {
       const started = performance.now();
       const error = (await lock
-        .tryAcquire('slow-majority')
+        .tryAcquire('slow-majority', { ttl: 150 })
         .catch((e: unknown) => e)) as LockNotAcquiredError;
       const elapsed = performance.now() - started;
-      traffic = false;
-      await background;
       expect(error).toBeInstanceOf(LockNotAcquiredError);
       expect(error.nodes.map((n) => n.outcome)).toEqual([
         'granted',
@@ -236,13 +250,27 @@ describe('quorum under node faults (own 5 servers)', () => {
         'timeout',
         'timeout',
       ]);
-      // Its answers arrive 600 ms after it asked; it settled well before
-      // (it waited for the lease, 150 ms, then took its keys back).
+      // Any grant of the far nodes arrives 600 ms after it asked, with no
+      // validity left of a 150 ms lease: it settled well before (it waited
+      // for the lease, then took its keys back). Before: 665 ms.
       expect(elapsed).toBeLessThan(500);
-    } finally {
-      await lock.quit();
-      await Promise.all(far.map((p) => p.close()));
-    }
+    });
+  });
+
+  it('an extension stops waiting for slow nodes that still answer once its new lease is over', async () => {
+    await withBusyFarMajority(async (lock) => {
+      // Taken with a lease that outlasts the far nodes' round trip.
+      const held = await lock.acquire('slow-extend', { ttl: 5000 });
+      const started = performance.now();
+      const error = await held.extend(150).catch((e: unknown) => e);
+      const elapsed = performance.now() - started;
+      expect((error as Error).name).toBe('LockExtendError');
+      expect(held.isLost).toBe(true);
+      // As above: the far nodes' answers would come 600 ms later, past
+      // the 150 ms the extension asked for. Before: 1 s (20 node timeouts).
+      expect(elapsed).toBeLessThan(500);
+      await held.release();
+    });
   });
 
   it('runs scripts again after a node restarts empty (NOSCRIPT fallback)', async () => {
