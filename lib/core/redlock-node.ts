@@ -229,6 +229,14 @@ export async function closeNodes(nodes: readonly RedlockNode[]): Promise<void> {
 }
 
 function toNode(config: unknown, i: number): RedlockNode {
+  // A Cluster client looks like a client (evalsha, options), and would
+  // only fail at the first lock, inside the scripts.
+  if ((config as { isCluster?: unknown } | null)?.isCluster === true) {
+    throw new RedlockConfigError(
+      `clients[${i}]`,
+      'is a Redis Cluster client, which is not supported as a node (the scripts reach keys of other slots): pass one client per independent Redis server',
+    );
+  }
   if (config instanceof Redis || isRedisLike(config)) {
     return new RedlockNode(config as Redis, nodeName(config as Redis), false);
   }

@@ -99,7 +99,11 @@ export interface RedlockLogger {
  * @publicApi
  */
 export interface RedlockOptions extends LockTimingOptions {
-  /** The N independent Redis masters (no replication between them). At least one. */
+  /**
+   * The N independent Redis masters (no replication between them). At least
+   * one. Each is a server reached directly or through Sentinel; a Redis
+   * Cluster client is refused.
+   */
   clients: RedisNodeConfig[];
   /** Clock drift allowance as a fraction of the ttl, in [0, 0.5). Default 0.01 (plus 2 ms). */
   driftFactor?: number;

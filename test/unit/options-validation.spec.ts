@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it, jest } from '@jest/globals';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import {
   LockService,
   Redlock,
@@ -95,6 +95,25 @@ describe('module options validation', () => {
     );
     expect(error.field).toBe('clients[2]');
     expect(error.message).toContain('clients[0]');
+  });
+
+  it('rejects a Redis Cluster client as a node, naming the field', () => {
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], {
+      lazyConnect: true,
+    });
+    try {
+      const error = configError(
+        () =>
+          new Redlock({
+            clients: [three[0], cluster, three[1]],
+            logger: quiet,
+          }),
+      );
+      expect(error.field).toBe('clients[1]');
+      expect(error.message).toContain('Redis Cluster');
+    } finally {
+      cluster.disconnect();
+    }
   });
 
   it('never shows credentials in node names or errors', () => {
