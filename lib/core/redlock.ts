@@ -1074,6 +1074,7 @@ export class Redlock implements LockOperations {
   ): Promise<ReleaseResult | undefined> {
     const ttl = Math.ceil(lock.ttl);
     const start = this.clock.now();
+    const deadline = this.leaseDeadline(start, ttl);
     const ballots = await poll(
       this.nodes,
       (node) =>
@@ -1086,10 +1087,10 @@ export class Redlock implements LockOperations {
       (reply) => (reply === 1 ? 'granted' : 'busy'),
       this.timing.nodeTimeout,
       this.decided,
-      { limitMs: ttl - clockDrift(ttl, this.driftFactor) },
+      // A renewal after the deadline would hold nothing.
+      { limitMs: deadline - start },
     );
     const renewed = ballots.filter((b) => b.outcome === 'granted').length;
-    const deadline = this.leaseDeadline(start, ttl);
     if (
       renewed < this.quorum ||
       deadline <= this.clock.now() ||
