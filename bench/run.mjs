@@ -168,7 +168,7 @@ function record(scenario, nodes, lib, value) {
 }
 
 async function runOne(scenario, name, nodes, round, durationMs) {
-  const urls = lockServers.slice(0, nodes).map((s) => s.url);
+  const urls = await nodeUrls(scenario, nodes);
   const tag = `${round}:${name}`;
   await flush();
   if (scenario === 'hotproc') return hotInProcesses(name, urls, tag, durationMs ?? config.hotMs);
