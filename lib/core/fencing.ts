@@ -61,18 +61,6 @@ export function parseToken(field: string, value: unknown): bigint {
   return BigInt(value);
 }
 
-/** Validates a `fencing` option: a boolean or absent. */
-export function checkFencingOption(
-  field: string,
-  value: unknown,
-): boolean | undefined {
-  if (value === undefined || typeof value === 'boolean') return value;
-  throw new RedlockConfigError(
-    field,
-    `must be true or false, got ${show(value)}`,
-  );
-}
-
 /**
  * The counter key of a lock key: `<metaPrefix>fence:<lockKey>`. Lock keys
  * start with `keyPrefix` and counter keys with `metaPrefix`, and neither

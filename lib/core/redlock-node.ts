@@ -185,8 +185,8 @@ export async function closeClient(client: Redis): Promise<void> {
 
 /**
  * Turns the configured clients into nodes, rejecting an empty list and the
- * same node listed twice. Clients created here are connected at once but
- * owned (closed by `closeNodes`).
+ * same node listed twice. Clients created here are owned (closed by
+ * `closeNodes`) and not connected yet (see `connectOwned`).
  */
 export function createNodes(configs: unknown): RedlockNode[] {
   if (!Array.isArray(configs) || configs.length === 0) {
@@ -211,10 +211,19 @@ export function createNodes(configs: unknown): RedlockNode[] {
     seen.set(identity, i);
     instances.set(node.client, i);
   });
-  for (const node of nodes) {
-    if (node.owned) node.client.connect().catch(() => undefined);
-  }
   return nodes;
+}
+
+/**
+ * Starts connecting the clients the library owns that never connected
+ * (created with ioredis's `lazyConnect`). A failed connection is left to
+ * the client's own retries; nothing waits here.
+ */
+export function connectOwned(nodes: readonly RedlockNode[]): void {
+  for (const node of nodes) {
+    if (node.owned && node.client.status === 'wait')
+      node.client.connect().catch(() => undefined);
+  }
 }
 
 /** Nodes that sent a request this tick (one `nextTick` ends the tick for all). */

@@ -149,6 +149,15 @@ export interface RedlockOptions extends LockTimingOptions {
   localHandoff?: number;
   /** Where warnings go. Default: `console`. */
   logger?: RedlockLogger;
+  /**
+   * Clients the library creates (from URLs or `RedisOptions`) connect at
+   * `ready()` or at the first lock instead of at construction. Default
+   * false; `RedlockModule` sets it, and connects them while the
+   * application initialises (`onModuleInit`), so that a bootstrap that
+   * fails before leaves no connection open (Nest runs no shutdown hook
+   * then). Client instances passed in are left as they are.
+   */
+  lazyConnect?: boolean;
 }
 
 /** Library defaults, in one place (README's options table mirrors this). */

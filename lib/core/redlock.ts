@@ -7,11 +7,7 @@ import {
 } from '../errors/lock-not-acquired.error.js';
 import { RedlockConfigError } from '../errors/redlock-config.error.js';
 import { monotonicClock, type Clock } from './clock.js';
-import {
-  checkFencingOption,
-  fenceCounterKey,
-  issueFencingTokens,
-} from './fencing.js';
+import { fenceCounterKey, issueFencingTokens } from './fencing.js';
 import { KeepAlive, type WatchdogOptions } from './keep-alive.js';
 import { LocalQueue } from './local-queue.js';
 import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
@@ -23,7 +19,12 @@ import {
   type Tally,
 } from './poll.js';
 import { deadlines } from './deadline-timer.js';
-import { closeNodes, createNodes, type RedlockNode } from './redlock-node.js';
+import {
+  closeNodes,
+  connectOwned,
+  createNodes,
+  type RedlockNode,
+} from './redlock-node.js';
 import {
   REDLOCK_DEFAULTS,
   type AcquireOptions,
@@ -55,6 +56,7 @@ import {
 } from './scripts/index.js';
 import {
   clockDrift,
+  optionalBoolean,
   requireNonNegative,
   resolveTiming,
   show,
@@ -228,8 +230,7 @@ export class Redlock implements LockOperations {
       );
     }
     this.fencing =
-      checkFencingOption('fencing', options.fencing) ??
-      REDLOCK_DEFAULTS.fencing;
+      optionalBoolean('fencing', options.fencing) ?? REDLOCK_DEFAULTS.fencing;
     this.clock = options.clock ?? monotonicClock;
     this.logger = options.logger ?? console;
     this.localHandoff = options.localHandoff ?? REDLOCK_DEFAULTS.localHandoff;
@@ -243,7 +244,9 @@ export class Redlock implements LockOperations {
         `must be an integer >= 0 (0 disables the in-process handoff), got ${show(options.localHandoff)}`,
       );
     }
+    const lazyConnect = optionalBoolean('lazyConnect', options.lazyConnect);
     this.nodes = createNodes(options.clients);
+    if (!lazyConnect) connectOwned(this.nodes);
     this.releases = new ReleaseListener(
       this.nodes,
       this.metaPrefix,
@@ -294,9 +297,7 @@ export class Redlock implements LockOperations {
 
   /** Whether one call's lock gets fencing tokens: the call's option, else the module's. */
   private resolveFencing(options?: AcquireOptions): boolean {
-    return (
-      checkFencingOption('options.fencing', options?.fencing) ?? this.fencing
-    );
+    return optionalBoolean('options.fencing', options?.fencing) ?? this.fencing;
   }
 
   /** The Redis key of a resource. */
@@ -651,9 +652,10 @@ export class Redlock implements LockOperations {
    * `timeoutMs` (it never rejects: nodes may come up later, and locks work
    * as soon as a quorum answers). Until then, an acquire would spend its
    * node timeout on connecting, and a single attempt (`tryAcquire`) right
-   * after start-up could fail as `unreachable`. `RedlockModule` awaits it
-   * before the application starts. `quit()` ends a pending wait with
-   * `false`.
+   * after start-up could fail as `unreachable`. Clients the library
+   * created and has not connected yet (`lazyConnect`) start connecting
+   * here. `RedlockModule` awaits it while the application initialises.
+   * `quit()` ends a pending wait with `false`.
    */
   ready(timeoutMs = 5000): Promise<boolean> {
     requireNonNegative('timeoutMs', timeoutMs);
@@ -662,6 +664,7 @@ export class Redlock implements LockOperations {
       this.nodes.filter((n) => n.client.status === 'ready').length >=
         this.quorum;
     if (this.closed) return Promise.resolve(false);
+    connectOwned(this.nodes);
     if (connected()) return Promise.resolve(true);
     return new Promise((resolve) => {
       const done = () => {

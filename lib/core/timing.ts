@@ -117,6 +117,18 @@ export function durationProblem(
   return undefined;
 }
 
+/** Validates a boolean option (`fencing`, `lazyConnect`): true, false or absent. */
+export function optionalBoolean(
+  field: string,
+  value: unknown,
+): boolean | undefined {
+  if (value === undefined || typeof value === 'boolean') return value;
+  throw new RedlockConfigError(
+    field,
+    `must be true or false, got ${show(value)}`,
+  );
+}
+
 /** A short, safe rendering of a bad value for error messages. */
 export function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);

@@ -103,6 +103,56 @@ describe('connection settings reach the nodes unchanged', () => {
     await borrowed.quit();
   });
 
+  it('lazyConnect: the clients it creates connect at ready() or at the first lock, not at construction', async () => {
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const named = (name: string) => [
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        password: 's3cret',
+        connectionName: name,
+      },
+    ];
+    const connections = async (name: string) =>
+      ((await admin.client('LIST')) as string)
+        .split('\n')
+        .filter((line) => line.includes(` name=${name} `)).length;
+
+    const never = new Redlock({
+      clients: named('lazy-never'),
+      lazyConnect: true,
+      logger: quiet,
+    });
+    const waiting = new Redlock({
+      clients: named('lazy-ready'),
+      lazyConnect: true,
+      logger: quiet,
+    });
+    const first = new Redlock({
+      clients: named('lazy-lock'),
+      lazyConnect: true,
+      logger: quiet,
+    });
+    const eager = new Redlock({ clients: named('eager'), logger: quiet });
+    await sleep(100);
+    expect(await connections('lazy-never')).toBe(0);
+    expect(await connections('lazy-ready')).toBe(0);
+    expect(await connections('lazy-lock')).toBe(0);
+    expect(await connections('eager')).toBe(1);
+    // Closing one that never connected opens nothing.
+    await never.quit();
+    expect(never.nodes[0].client.status).toBe('end');
+    expect(await connections('lazy-never')).toBe(0);
+    expect(await waiting.ready()).toBe(true);
+    expect(await connections('lazy-ready')).toBe(1);
+    // No ready(): the first lock connects on its way.
+    const lock = await first.acquire('lazy');
+    expect(await admin.get('lock:lazy')).toBe(lock.value);
+    expect(await connections('lazy-lock')).toBe(1);
+    await lock.release();
+    await Promise.all([waiting.quit(), first.quit(), eager.quit()]);
+  });
+
   it('names nodes by host:port, never with credentials, also when authentication fails', async () => {
     const redlock = new Redlock({
       clients: [`redis://locker:wrong-pw@127.0.0.1:${server.port}`],

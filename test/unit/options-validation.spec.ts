@@ -59,6 +59,11 @@ describe('module options validation', () => {
     ],
     ['keyPrefix not a string', { clients: three, keyPrefix: 5 }, 'keyPrefix'],
     [
+      'lazyConnect not a boolean',
+      { clients: three, lazyConnect: 'yes' },
+      'lazyConnect',
+    ],
+    [
       'prefixes nested',
       { clients: three, keyPrefix: 'x:', metaPrefix: 'x:meta:' },
       'metaPrefix',
