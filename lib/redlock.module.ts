@@ -3,6 +3,7 @@ import {
   Logger,
   Module,
   type OnApplicationShutdown,
+  type OnModuleInit,
 } from '@nestjs/common';
 import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
 import { Redlock } from './core/redlock.js';
@@ -28,9 +29,9 @@ import {
  * RedlockModule.forRootAsync({ inject: [ConfigService], useFactory: (c) => ({ clients: c.get('REDIS_URLS').split(',') }) })
  * ```
  *
- * Global by default. Clients the module created from URLs or options are
- * closed on application shutdown; client instances passed in are left to
- * their owner.
+ * Global by default. Clients the module creates from URLs or options
+ * connect while the application initialises and are closed on application
+ * shutdown; client instances passed in are left to their owner.
  *
  * @publicApi
  */
@@ -39,18 +40,13 @@ import {
   providers: [
     {
       provide: REDLOCK,
-      useFactory: async (options: RedlockModuleOptions) => {
-        const logger = new Logger(REDLOCK_LOGGER_CONTEXT);
-        const redlock = new Redlock({ logger, ...options });
-        // Start with connected nodes, so the first lock of the app does not
-        // spend its node timeout on connecting; a node that is down only
-        // costs this wait once, and locks work when a quorum comes up.
-        if (!(await redlock.ready()))
-          logger.warn(
-            `Fewer than a quorum (${redlock.quorum}) of Redis nodes connected within 5 s: locks fail until they do`,
-          );
-        return redlock;
-      },
+      // Not connected yet: see onModuleInit.
+      useFactory: (options: RedlockModuleOptions) =>
+        new Redlock({
+          logger: new Logger(REDLOCK_LOGGER_CONTEXT),
+          lazyConnect: true,
+          ...options,
+        }),
       inject: [REDLOCK_MODULE_OPTIONS],
     },
     { provide: Redlock, useExisting: REDLOCK },
@@ -63,10 +59,29 @@ import {
 })
 export class RedlockModule
   extends ConfigurableModuleClass
-  implements OnApplicationShutdown
+  implements OnModuleInit, OnApplicationShutdown
 {
+  private readonly logger = new Logger(REDLOCK_LOGGER_CONTEXT);
+
   constructor(@Inject(REDLOCK) private readonly redlock: Redlock) {
     super();
+  }
+
+  /**
+   * Connects the nodes, so the first lock of the app does not spend its
+   * node timeout on connecting; a node that is down only costs this wait
+   * once, and locks work when a quorum comes up. Here rather than when the
+   * provider is built: a bootstrap that fails (another provider throws, or
+   * the explorer's checks of `@Locked` in this module) runs no shutdown
+   * hook, and connections opened before would keep the process alive. Nest
+   * calls this after the hooks of this module's providers, and before those
+   * of the modules that use it.
+   */
+  async onModuleInit(): Promise<void> {
+    if (!(await this.redlock.ready()))
+      this.logger.warn(
+        `Fewer than a quorum (${this.redlock.quorum}) of Redis nodes connected within 5 s: locks fail until they do`,
+      );
   }
 
   async onApplicationShutdown(): Promise<void> {

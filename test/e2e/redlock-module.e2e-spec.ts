@@ -15,6 +15,7 @@ import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
   LOCK_SERVICE,
+  Locked,
   LockNotAcquiredError,
   type LockFailureReason,
   LockService,
@@ -24,6 +25,7 @@ import {
 } from 'nestjs-redlock';
 import {
   closeAll,
+  inspect,
   quorumUrls,
   singleUrl,
   uniquePrefix,
@@ -69,6 +71,47 @@ class StockController {
   @Get('missing/:sku')
   missing(@Param('sku') sku: string) {
     throw new NotFoundException(`no ${sku}`);
+  }
+}
+
+/** A provider built after the module's `Redlock`, which fails. */
+@Injectable()
+class BrokenService {
+  constructor(locks: LockService) {
+    throw new Error(`BrokenService cannot start (${typeof locks})`);
+  }
+}
+
+/** Fails `app.init()`: the explorer finds no parameter `sku`. */
+@Injectable()
+class BadPlaceholderService {
+  @Locked('sku:<sku>')
+  reserve(dto: { sku: string }): Promise<{ sku: string }> {
+    return Promise.resolve(dto);
+  }
+}
+
+/** Options for clients on the quorum nodes whose connections are named `name`. */
+function named(name: string) {
+  return quorumUrls().map((url) => {
+    const { hostname, port } = new URL(url);
+    return { host: hostname, port: Number(port), connectionName: name };
+  });
+}
+
+/** Connections named `name` open on the quorum nodes. */
+async function connectionsNamed(name: string): Promise<number> {
+  const probes = inspect(quorumUrls());
+  try {
+    const lists = await Promise.all(
+      probes.map((p) => p.client('LIST') as Promise<string>),
+    );
+    return lists
+      .join('\n')
+      .split('\n')
+      .filter((line) => line.includes(` name=${name} `)).length;
+  } finally {
+    await closeAll(probes);
   }
 }
 
@@ -159,19 +202,58 @@ describe('RedlockModule', () => {
   });
 
   it('isGlobal: false keeps LockService out of modules that do not import it', async () => {
-    // A borrowed client: a failed bootstrap runs no shutdown hook, so
-    // clients the module created would stay open. Connected, so that the
-    // module's start-up wait for a quorum does not outlive the test.
-    const borrowed = new Redis(singleUrl());
-    await borrowed.ping();
     const build = Test.createTestingModule({
       imports: [
-        RedlockModule.forRoot({ clients: [borrowed], isGlobal: false }),
+        RedlockModule.forRoot({ clients: quorumUrls(), isGlobal: false }),
         FeatureModule,
       ],
     }).compile();
     await expect(build).rejects.toThrow(/FeatureService/);
-    await borrowed.quit();
+  });
+
+  describe('connections', () => {
+    const name = () => uniquePrefix('boot').replace(/\W/g, '');
+
+    it('opens them while the app initialises, and has a quorum connected when init() resolves', async () => {
+      const connection = name();
+      const moduleRef = await Test.createTestingModule({
+        imports: [RedlockModule.forRoot({ clients: named(connection) })],
+      }).compile();
+      expect(await connectionsNamed(connection)).toBe(0);
+      app = moduleRef.createNestApplication({ logger: false });
+      await app.init();
+      const { redlock } = app.get(LockService);
+      const ready = redlock.nodes.filter((n) => n.client.status === 'ready');
+      expect(ready.length).toBeGreaterThanOrEqual(redlock.quorum);
+      expect(await connectionsNamed(connection)).toBeGreaterThanOrEqual(
+        redlock.quorum,
+      );
+    });
+
+    it('a bootstrap that fails in a provider built after the module leaves none open', async () => {
+      const connection = name();
+      const build = Test.createTestingModule({
+        imports: [RedlockModule.forRoot({ clients: named(connection) })],
+        providers: [BrokenService],
+      }).compile();
+      await expect(build).rejects.toThrow(/BrokenService cannot start/);
+      // Nothing can close them: the app was never returned.
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await connectionsNamed(connection)).toBe(0);
+    });
+
+    it("an init that fails on the module's own checks (@Locked) leaves none open", async () => {
+      const connection = name();
+      const moduleRef = await Test.createTestingModule({
+        imports: [RedlockModule.forRoot({ clients: named(connection) })],
+        providers: [BadPlaceholderService],
+      }).compile();
+      app = moduleRef.createNestApplication({ logger: false });
+      await expect(app.init()).rejects.toThrow(/BadPlaceholderService/);
+      // An app whose init() failed is often not closed.
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await connectionsNamed(connection)).toBe(0);
+    });
   });
 
   it('rejects bad options at bootstrap, naming the field', async () => {
