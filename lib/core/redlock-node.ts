@@ -104,7 +104,9 @@ export class RedlockNode {
 
   /**
    * Runs a script once per call, all calls in one pipeline (one write, one
-   * round trip); calls answered NOSCRIPT are sent again with the source.
+   * round trip). Calls answered NOSCRIPT go again by SHA in a second
+   * pipeline that loads the source first: the source crosses once, not
+   * once per call (a watchdog tick with thousands of locks makes several).
    * Resolves with each call's reply, or its error.
    */
   async runPipeline(
@@ -122,13 +124,15 @@ export class RedlockNode {
       .map(([error], i) => (isNoScriptError(error) ? i : -1))
       .filter((i) => i >= 0);
     if (missing.length) {
-      const again = this.client.pipeline();
+      // A pipeline runs in order on one connection: loaded before use.
+      const again = this.client.pipeline().script('LOAD', script.source);
       for (const i of missing) {
         const { keys, args } = calls[i];
-        again.eval(script.source, keys.length, ...keys, ...args);
+        again.evalsha(script.sha, keys.length, ...keys, ...args);
       }
-      const retried = (await again.exec()) ?? [];
-      missing.forEach((i, j) => (results[i] = retried[j]));
+      const [load, ...retried] = (await again.exec()) ?? [];
+      // A load that failed says more than the NOSCRIPT that follows it.
+      missing.forEach((i, j) => (results[i] = load?.[0] ? load : retried[j]));
     }
     return results.map(([error, reply]) => error ?? reply);
   }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import type { Redis } from 'ioredis';
 import { LockNotAcquiredError, type Lock } from 'nestjs-redlock';
 import { flushed, uniquePrefix } from '../utils/nodes.js';
 import { ownNodes } from '../utils/own-nodes.js';
@@ -141,6 +142,44 @@ describe('a burst of requests after the nodes lost their scripts', () => {
     expect(
       (await Promise.all(admin.map((c) => scanKeys(c, `${prefix}*`)))).flat(),
     ).toEqual([]);
+    await redlock.quit();
+  });
+
+  it('after the nodes lost their scripts, the watchdog sends the extend script once per node, not once per batch, and keeps every lock', async () => {
+    const prefix = uniquePrefix('noscript-watch');
+    const redlock = prefixed(prefix, { ttl: 1000 });
+    // 1,200 locks: three extend calls per node and tick (500 locks each).
+    const locks: Lock[] = [];
+    for (let i = 0; i < 1200; i += 400)
+      locks.push(
+        ...(await Promise.all(
+          Array.from({ length: 400 }, (_, j) =>
+            redlock.acquire(`watched:${i + j}`),
+          ),
+        )),
+      );
+    await flushed(redlock);
+    await Promise.all(admin.map((c) => c.script('FLUSH')));
+    await Promise.all(admin.map((c) => c.config('RESETSTAT')));
+    const stops = locks.map((lock) => redlock.watch(lock));
+    // Past the first lease: the locks are held only if extended.
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(locks.filter((lock) => !lock.isHeld)).toEqual([]);
+    const calls = async (node: Redis, command: string) =>
+      Number(
+        new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(
+          await node.info('commandstats'),
+        )?.[1] ?? 0,
+      );
+    for (const node of admin) {
+      // The source once (SCRIPT LOAD), then by SHA. Before: one EVAL with
+      // the source per batch, three per node.
+      expect(await calls(node, 'eval')).toBe(0);
+      expect(await calls(node, 'script\\|load')).toBe(1);
+      expect(await calls(node, 'evalsha')).toBeGreaterThanOrEqual(3);
+    }
+    stops.forEach((stop) => stop());
+    await Promise.all(locks.map((lock) => lock.release()));
     await redlock.quit();
   });
 });
