@@ -14,6 +14,7 @@ import {
 } from '../../scripts/redis-nodes.mjs';
 import { listenDelayed } from '../../scripts/latency-proxy.mjs';
 import { QUIT_TIMEOUT_MS } from '../../lib/core/redlock-node.js';
+import { KEEP_SCRIPT } from '../../lib/core/scripts/index.js';
 import { closeAll, uniquePrefix } from '../utils/nodes.js';
 
 // These tests stop and freeze nodes, so they run on five servers of their own.
@@ -198,17 +199,20 @@ describe('quorum under node faults (own 5 servers)', () => {
   });
 
   /**
-   * Runs `measured` with a lock on five nodes of which three are 300 ms
-   * away each way (600 ms round trips) and keep answering: other calls
-   * (150 ms leases) go out every 5 ms, so an answer from every far node
-   * comes in every 5 ms. A poll waits for nodes that
-   * answer like that up to 20 node timeouts (1 s here).
+   * Runs `measured` with a lock on five nodes of which the last `farCount`
+   * are 300 ms away each way (600 ms round trips) and keep answering: other
+   * calls (150 ms leases) go out every 5 ms, so an answer from every far
+   * node comes in every 5 ms. A poll waits for nodes that answer like that
+   * up to 20 node timeouts (1 s here).
    */
-  async function withBusyFarMajority(
+  async function withBusyFarNodes(
+    farCount: number,
     measured: (lock: Redlock) => Promise<void>,
+    options: Partial<ConstructorParameters<typeof Redlock>[0]> = {},
   ): Promise<void> {
+    const near = servers.length - farCount;
     const far = await Promise.all(
-      servers.slice(2).map((s) => listenDelayed(s.port, 300)),
+      servers.slice(near).map((s) => listenDelayed(s.port, 300)),
     );
     // The scripts loaded on every node (or the far nodes' first answers
     // are NOSCRIPT, and the source a round trip later).
@@ -217,10 +221,11 @@ describe('quorum under node faults (own 5 servers)', () => {
     await direct.quit();
     const lock = redlock({
       clients: [
-        ...servers.slice(0, 2).map((s) => s.url),
+        ...servers.slice(0, near).map((s) => s.url),
         ...far.map((p) => p.url),
       ],
       nodeTimeout: 50,
+      ...options,
     });
     // Asked every 5 ms without waiting for the previous ones, so the far
     // nodes' answers come in at that pace whatever each call does.
@@ -249,7 +254,7 @@ describe('quorum under node faults (own 5 servers)', () => {
   }
 
   it('an attempt stops waiting for slow nodes that still answer once its lease is over', async () => {
-    await withBusyFarMajority(async (lock) => {
+    await withBusyFarNodes(3, async (lock) => {
       const elapsed = await failsWithLastThreeTimedOut(lock, 'slow-majority', {
         ttl: 150,
       });
@@ -261,7 +266,7 @@ describe('quorum under node faults (own 5 servers)', () => {
   });
 
   it('an extension stops waiting for slow nodes that still answer once its new lease is over', async () => {
-    await withBusyFarMajority(async (lock) => {
+    await withBusyFarNodes(3, async (lock) => {
       // Taken with a lease that outlasts the far nodes' round trip.
       const held = await lock.acquire('slow-extend', { ttl: 5000 });
       const started = performance.now();
@@ -277,7 +282,7 @@ describe('quorum under node faults (own 5 servers)', () => {
   });
 
   it('a fencing round stops waiting for slow nodes that still answer once the lock has expired', async () => {
-    await withBusyFarMajority(async (lock) => {
+    await withBusyFarNodes(3, async (lock) => {
       const started = performance.now();
       const error = (await lock
         .tryAcquire('slow-fenced', { ttl: 900, fencing: true })
@@ -292,6 +297,52 @@ describe('quorum under node faults (own 5 servers)', () => {
       expect(error.reason).toBe('expired');
       expect(elapsed).toBeLessThan(1250);
     });
+  });
+
+  it('a renewal for the next caller stops waiting for slow nodes that still answer once its new lease is over', async () => {
+    // The renewal's script loaded everywhere: a far NOSCRIPT would cost the
+    // old code one more round trip, not the new one.
+    await Promise.all(
+      servers.map(async (s) => {
+        const admin = s.client();
+        await admin.script('LOAD', KEEP_SCRIPT.source);
+        await admin.quit();
+      }),
+    );
+    await withBusyFarNodes(
+      2,
+      async (lock) => {
+        // Held through the three near nodes, then handed in-process to a
+        // second caller (a streak of one), while a third waits: the
+        // second's release ends the streak and renews the lease for the
+        // third on the nodes. With the third near node frozen, only the far
+        // ones can make the quorum, and their answers come 600 ms later,
+        // past the 200 ms lease.
+        const lease = { ttl: 200, waitTimeout: 400 };
+        const first = await lock.acquire('slow-renewal', lease);
+        const second = lock.acquire('slow-renewal', lease);
+        await new Promise((r) => setTimeout(r, 10));
+        expect((await first.release()).handedOver).toBe(true);
+        const held = await second;
+        const third = lock
+          .acquire('slow-renewal', lease)
+          .catch((e: unknown) => e);
+        await new Promise((r) => setTimeout(r, 10));
+        servers[2].freeze();
+        const started = performance.now();
+        const result = await held.release();
+        const elapsed = performance.now() - started;
+        // Not renewed: released on the nodes instead, after the renewal
+        // gave up at the end of its lease (about 200 ms), and the far
+        // nodes' answers to the release (600 ms). About 800 ms; before,
+        // 1200 ms: the renewal waited for the far nodes' answers first.
+        expect(result.handedOver).toBeUndefined();
+        expect(elapsed).toBeLessThan(1000);
+        servers[2].thaw();
+        await third;
+      },
+      { localHandoff: 1 },
+    );
   });
 
   it('runs scripts again after a node restarts empty (NOSCRIPT fallback)', async () => {
