@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type { RedlockHealth } from './core/health.js';
 import type { Lock } from './core/lock.js';
 import { Redlock } from './core/redlock.js';
 import type { AcquireOptions, RunOptions } from './core/redlock-options.js';
@@ -57,6 +58,15 @@ export class LockService {
     options?: RunOptions,
   ): Promise<T> {
     return runLocked(this.redlock, resources, fn, options) as Promise<T>;
+  }
+
+  /**
+   * Whether a quorum of nodes answers PING within `timeoutMs` (default:
+   * the module's node timeout), with each node's latency or error; never
+   * rejects. For readiness probes: see the README's terminus example.
+   */
+  health(timeoutMs?: number): Promise<RedlockHealth> {
+    return this.redlock.health(timeoutMs);
   }
 
   /**

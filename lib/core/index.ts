@@ -1,4 +1,5 @@
 export * from './clock.js';
+export type { NodeHealth, RedlockHealth } from './health.js';
 export * from './lock.js';
 export * from './redlock.js';
 export * from './redlock-options.js';

@@ -8,6 +8,7 @@ import {
 import { RedlockConfigError } from '../errors/redlock-config.error.js';
 import { monotonicClock, type Clock } from './clock.js';
 import { fenceCounterKey, issueFencingTokens } from './fencing.js';
+import { checkHealth, type RedlockHealth } from './health.js';
 import { KeepAlive, type WatchdogOptions } from './keep-alive.js';
 import { LocalQueue } from './local-queue.js';
 import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
@@ -58,6 +59,7 @@ import {
   clockDrift,
   optionalBoolean,
   requireNonNegative,
+  requirePositive,
   resolveTiming,
   show,
   type ResolvedTiming,
@@ -680,6 +682,30 @@ export class Redlock implements LockOperations {
       for (const node of this.nodes) node.client.on('ready', check);
       this.readyWaits.add(done);
     });
+  }
+
+  /**
+   * PINGs every node and reports whether a quorum answered within
+   * `timeoutMs` (default: the node timeout, the time a lock attempt gives
+   * each node), with each node's latency or error: for readiness probes
+   * (see the README's terminus example). Never rejects; a frozen node costs
+   * the timeout. After `quit()`, every node is reported down (`closed`),
+   * also borrowed clients that are still open.
+   */
+  health(timeoutMs: number = this.timing.nodeTimeout): Promise<RedlockHealth> {
+    requirePositive('timeoutMs', timeoutMs);
+    if (this.closed)
+      return Promise.resolve({
+        healthy: false,
+        up: 0,
+        quorum: this.quorum,
+        nodes: this.nodes.map((n) => ({
+          node: n.name,
+          up: false,
+          error: 'closed',
+        })),
+      });
+    return checkHealth(this.nodes, this.quorum, timeoutMs);
   }
 
   /**

@@ -1,0 +1,77 @@
+import { poll } from './poll.js';
+import type { RedlockNode } from './redlock-node.js';
+
+/**
+ * One node as a health check saw it.
+ *
+ * @publicApi
+ */
+export interface NodeHealth {
+  /** `host:port`, never with credentials. */
+  readonly node: string;
+  /** It answered PING within the check's timeout. */
+  readonly up: boolean;
+  /** How long its answer took, in ms, when it is up. */
+  readonly latencyMs?: number;
+  /** Why it is down: `timeout`, or the client's error message. */
+  readonly error?: string;
+}
+
+/**
+ * The result of `Redlock.health()` / `LockService.health()`.
+ *
+ * @publicApi
+ */
+export interface RedlockHealth {
+  /**
+   * A quorum of nodes answered in time: a lock attempt made now would reach
+   * enough nodes (whether it is granted depends on who holds the lock).
+   */
+  readonly healthy: boolean;
+  /** Nodes that answered. */
+  readonly up: number;
+  /** Votes a lock needs. */
+  readonly quorum: number;
+  /** Every node, in the order of `clients`. */
+  readonly nodes: readonly NodeHealth[];
+}
+
+/**
+ * PINGs every node at once and settles when all answered or `timeoutMs`
+ * passed, whichever comes first: a frozen or unreachable node costs the
+ * timeout, never more (a plain `client.ping()` on a frozen node waits as
+ * long as the connection stays open, minutes on a hung host).
+ */
+export async function checkHealth(
+  nodes: readonly RedlockNode[],
+  quorum: number,
+  timeoutMs: number,
+): Promise<RedlockHealth> {
+  const start = performance.now();
+  const latencies = new Array<number | undefined>(nodes.length);
+  const ballots = await poll(
+    nodes,
+    (node) => node.client.ping(),
+    () => 'granted',
+    timeoutMs,
+    () => false,
+    {
+      answered: (i) => (latencies[i] ??= performance.now() - start),
+      // Strictly the timeout: a node busy with other requests is still
+      // too slow for a lock attempt now.
+      limitMs: timeoutMs,
+    },
+  );
+  const report = ballots.map(({ node, outcome, error }, i): NodeHealth => {
+    if (outcome === 'granted')
+      return { node, up: true, latencyMs: round(latencies[i] ?? 0) };
+    return { node, up: false, error: error ?? outcome };
+  });
+  const up = report.filter((n) => n.up).length;
+  return { healthy: up >= quorum, up, quorum, nodes: report };
+}
+
+/** Latency to the tenth of a millisecond: finer says nothing on a network. */
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}
