@@ -3,6 +3,7 @@ import { APP_PIPE } from '@nestjs/core';
 import { RedlockModule } from 'nestjs-redlock';
 import { AppConfig } from './config/app-config.js';
 import { AppConfigModule } from './config/app-config.module.js';
+import { HealthModule } from './health/health.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { StatsModule } from './stats/stats.module.js';
 import { StockModule } from './stock/stock.module.js';
@@ -25,6 +26,7 @@ import { StoreModule } from './store/store.module.js';
     }),
     StockModule,
     OrdersModule,
+    HealthModule,
   ],
   providers: [
     // Here rather than in main.ts so tests booting AppModule validate alike.

@@ -172,6 +172,14 @@ describe('sample app: POST /orders on real Redis', () => {
     expect(oversold).toBeGreaterThan(0);
   });
 
+  it('GET /health reports the lock nodes through terminus: up, with each node', async () => {
+    const { status, body } = await send(`${url}/health`, 'GET');
+    expect(status).toBe(200);
+    expect(body.status).toBe('ok');
+    expect(body.info.locks).toMatchObject({ status: 'up', up: 5, quorum: 3 });
+    expect(body.info.locks.nodes).toHaveLength(5);
+  });
+
   it('answers 409 OUT_OF_STOCK with the shortage and leaves the stock as it was', async () => {
     await seed({ 'oos-a': 1, 'oos-b': 5 });
     const res = await send(`${url}/orders`, 'POST', {
