@@ -26,6 +26,7 @@ import {
   createNodes,
   type RedlockNode,
 } from './redlock-node.js';
+import { resolveRedlockConfig } from './redlock-config.js';
 import {
   REDLOCK_DEFAULTS,
   type AcquireOptions,
@@ -184,71 +185,18 @@ export class Redlock implements LockOperations {
   private readonly deferred = new Set<Promise<ReleaseResult>>();
 
   constructor(private readonly options: RedlockOptions) {
-    if (typeof options !== 'object' || options === null) {
-      throw new RedlockConfigError(
-        'options',
-        `must be an object, got ${show(options)}`,
-      );
-    }
-    this.driftFactor = options.driftFactor ?? REDLOCK_DEFAULTS.driftFactor;
-    if (
-      typeof this.driftFactor !== 'number' ||
-      !(this.driftFactor >= 0 && this.driftFactor < 0.5)
-    ) {
-      throw new RedlockConfigError(
-        'driftFactor',
-        `must be a number in [0, 0.5), got ${show(this.driftFactor)}`,
-      );
-    }
-    this.timing = resolveTiming(options, undefined, this.driftFactor);
-    this.keyPrefix = checkPrefix(
-      'keyPrefix',
-      options.keyPrefix ?? REDLOCK_DEFAULTS.keyPrefix,
-    );
-    this.metaPrefix = checkPrefix(
-      'metaPrefix',
-      options.metaPrefix ?? REDLOCK_DEFAULTS.metaPrefix,
-    );
-    if (
-      this.metaPrefix.startsWith(this.keyPrefix) ||
-      this.keyPrefix.startsWith(this.metaPrefix)
-    ) {
-      throw new RedlockConfigError(
-        'metaPrefix',
-        `"${this.metaPrefix}" and keyPrefix "${this.keyPrefix}" must not start with one another, or a resource name could map onto the library's own keys`,
-      );
-    }
-    const count = Array.isArray(options.clients) ? options.clients.length : 0;
-    this.quorum = options.quorum ?? Math.floor(count / 2) + 1;
-    if (
-      count > 0 &&
-      (!Number.isInteger(this.quorum) ||
-        this.quorum <= count / 2 ||
-        this.quorum > count)
-    ) {
-      throw new RedlockConfigError(
-        'quorum',
-        `must be an integer above N/2 and at most N (N = ${count}: ${Math.floor(count / 2) + 1}..${count}), got ${show(options.quorum)}`,
-      );
-    }
-    this.fencing =
-      optionalBoolean('fencing', options.fencing) ?? REDLOCK_DEFAULTS.fencing;
+    const config = resolveRedlockConfig(options);
+    this.driftFactor = config.driftFactor;
+    this.timing = config.timing;
+    this.keyPrefix = config.keyPrefix;
+    this.metaPrefix = config.metaPrefix;
+    this.quorum = config.quorum;
+    this.fencing = config.fencing;
+    this.localHandoff = config.localHandoff;
     this.clock = options.clock ?? monotonicClock;
     this.logger = options.logger ?? console;
-    this.localHandoff = options.localHandoff ?? REDLOCK_DEFAULTS.localHandoff;
-    if (
-      typeof this.localHandoff !== 'number' ||
-      !Number.isInteger(this.localHandoff) ||
-      this.localHandoff < 0
-    ) {
-      throw new RedlockConfigError(
-        'localHandoff',
-        `must be an integer >= 0 (0 disables the in-process handoff), got ${show(options.localHandoff)}`,
-      );
-    }
-    const lazyConnect = optionalBoolean('lazyConnect', options.lazyConnect);
     this.nodes = createNodes(options.clients);
-    if (!lazyConnect) connectOwned(this.nodes);
+    if (!config.lazyConnect) connectOwned(this.nodes);
     this.releases = new ReleaseListener(
       this.nodes,
       this.metaPrefix,
@@ -269,6 +217,7 @@ export class Redlock implements LockOperations {
       now: () => this.clock.now(),
       extendMany: (locks) => this.extendMany(locks),
     });
+    const count = this.nodes.length;
     if (count % 2 === 0) {
       this.logger.warn(
         `Redlock configured with an even number of nodes (${count}): it tolerates no more failures than ${count - 1} nodes would`,
@@ -1411,12 +1360,6 @@ function queueLife(timing: ResolvedTiming): number {
   return Math.ceil(
     2 * (timing.retryDelay + timing.retryJitter + timing.nodeTimeout) + 250,
   );
-}
-
-function checkPrefix(field: string, value: unknown): string {
-  if (typeof value !== 'string')
-    throw new RedlockConfigError(field, `must be a string, got ${show(value)}`);
-  return value;
 }
 
 /** Resolves like `promise`, or rejects after `ms`. */
