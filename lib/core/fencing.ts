@@ -79,6 +79,8 @@ export interface FencingQuorum {
   readonly nodes: readonly RedlockNode[];
   readonly quorum: number;
   readonly clock: Clock;
+  /** Nodes younger than `restartQuarantine` store tokens, but do not count. */
+  readonly quarantine: { counts(index: number): boolean };
 }
 
 /**
@@ -115,7 +117,12 @@ export async function issueFencingTokens(
     const ballots = await poll(
       redlock.nodes,
       (node) => node.run(FENCE_SCRIPT, counterKeys, args),
-      (reply) => ((reply as unknown[])[0] === 1 ? 'granted' : 'busy'),
+      (reply, i) =>
+        (reply as unknown[])[0] !== 1
+          ? 'busy'
+          : redlock.quarantine.counts(i)
+            ? 'granted'
+            : 'quarantined',
       nodeTimeout,
       decided,
       // Tokens stored once the lock's validity is over would fence nothing.

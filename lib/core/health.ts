@@ -15,6 +15,11 @@ export interface NodeHealth {
   readonly latencyMs?: number;
   /** Why it is down: `timeout`, or the client's error message. */
   readonly error?: string;
+  /**
+   * Up, but restarted less than `restartQuarantine` ago (or its uptime not
+   * read yet): it does not count toward the quorum.
+   */
+  readonly quarantined?: true;
 }
 
 /**
@@ -24,11 +29,12 @@ export interface NodeHealth {
  */
 export interface RedlockHealth {
   /**
-   * A quorum of nodes answered in time: a lock attempt made now would reach
-   * enough nodes (whether it is granted depends on who holds the lock).
+   * A quorum of nodes answered in time (quarantined ones do not count): a
+   * lock attempt made now would reach enough nodes (whether it is granted
+   * depends on who holds the lock).
    */
   readonly healthy: boolean;
-  /** Nodes that answered. */
+  /** Nodes that answered (quarantined ones included). */
   readonly up: number;
   /** Votes a lock needs. */
   readonly quorum: number;
@@ -46,6 +52,7 @@ export async function checkHealth(
   nodes: readonly RedlockNode[],
   quorum: number,
   timeoutMs: number,
+  counts: (index: number) => boolean,
 ): Promise<RedlockHealth> {
   const start = performance.now();
   const latencies = new Array<number | undefined>(nodes.length);
@@ -63,12 +70,16 @@ export async function checkHealth(
     },
   );
   const report = ballots.map(({ node, outcome, error }, i): NodeHealth => {
-    if (outcome === 'granted')
-      return { node, up: true, latencyMs: round(latencies[i] ?? 0) };
-    return { node, up: false, error: error ?? outcome };
+    if (outcome !== 'granted')
+      return { node, up: false, error: error ?? outcome };
+    const latencyMs = round(latencies[i] ?? 0);
+    return counts(i)
+      ? { node, up: true, latencyMs }
+      : { node, up: true, latencyMs, quarantined: true };
   });
   const up = report.filter((n) => n.up).length;
-  return { healthy: up >= quorum, up, quorum, nodes: report };
+  const counted = report.filter((n) => n.up && !n.quarantined).length;
+  return { healthy: counted >= quorum, up, quorum, nodes: report };
 }
 
 /** Latency to the tenth of a millisecond: finer says nothing on a network. */

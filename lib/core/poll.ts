@@ -35,6 +35,13 @@ export interface PollOptions {
   readonly limitMs?: number;
 }
 
+/**
+ * What a node's reply says: `quarantined` is a grant that does not count
+ * toward the quorum (see `RestartQuarantine`); the tally counts it with
+ * the failed nodes.
+ */
+export type Judgement = 'granted' | 'busy' | 'quarantined';
+
 /** Counts of a poll so far. */
 export interface Tally {
   granted: number;
@@ -67,7 +74,7 @@ export interface Tally {
 export function poll(
   nodes: readonly RedlockNode[],
   send: (node: RedlockNode) => Promise<unknown>,
-  judge: (reply: unknown) => 'granted' | 'busy',
+  judge: (reply: unknown, index: number) => Judgement,
   timeoutMs: number,
   decided: (tally: Tally) => boolean,
   options?: PollOptions,
@@ -112,7 +119,7 @@ class Poll extends Deadline {
 
   constructor(
     private readonly nodes: readonly RedlockNode[],
-    private readonly judge: (reply: unknown) => 'granted' | 'busy',
+    private readonly judge: (reply: unknown, index: number) => Judgement,
     private readonly timeoutMs: number,
     private readonly decided: (tally: Tally) => boolean,
     options: PollOptions | undefined,
@@ -134,9 +141,9 @@ class Poll extends Deadline {
 
   reply(i: number, reply: unknown): void {
     this.nodes[i].lastAnswer = ++answerSequence;
-    let outcome: 'granted' | 'busy';
+    let outcome: Judgement;
     try {
-      outcome = this.judge(reply);
+      outcome = this.judge(reply, i);
     } catch (error) {
       // A reply nobody could read counts as a failed node, not as an
       // unhandled rejection.

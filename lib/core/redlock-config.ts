@@ -2,6 +2,7 @@ import { RedlockConfigError } from '../errors/redlock-config.error.js';
 import { REDLOCK_DEFAULTS, type RedlockOptions } from './redlock-options.js';
 import {
   optionalBoolean,
+  requireNonNegative,
   resolveTiming,
   show,
   type ResolvedTiming,
@@ -18,6 +19,7 @@ export interface RedlockConfig {
   readonly fencing: boolean;
   readonly localHandoff: number;
   readonly lazyConnect: boolean;
+  readonly restartQuarantine: number;
 }
 
 /**
@@ -84,6 +86,8 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
   }
   const lazyConnect =
     optionalBoolean('lazyConnect', options.lazyConnect) ?? false;
+  const restartQuarantine = options.restartQuarantine ?? 0;
+  requireNonNegative('restartQuarantine', restartQuarantine);
   return {
     driftFactor,
     timing,
@@ -93,6 +97,7 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
     fencing,
     localHandoff,
     lazyConnect,
+    restartQuarantine,
   };
 }
 

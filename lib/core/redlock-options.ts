@@ -158,6 +158,17 @@ export interface RedlockOptions extends LockTimingOptions {
    * then). Client instances passed in are left as they are.
    */
   lazyConnect?: boolean;
+  /**
+   * "Delayed restart" on the client side, in ms: a node counts toward a
+   * quorum only once it has been up this long (its uptime is read at every
+   * connection), so a node that restarted without persistence, and lost
+   * the keys it held, cannot grant a lock that another client still holds
+   * through it. Set it to at least the longest `ttl` any client uses.
+   * Default 0 (off): persist with `appendfsync always`, or delay restarts,
+   * instead. Needs the `INFO` command on the nodes. See the README's
+   * safety section.
+   */
+  restartQuarantine?: number;
 }
 
 /** Library defaults, in one place (README's options table mirrors this). */

@@ -27,6 +27,7 @@ import {
   type RedlockNode,
 } from './redlock-node.js';
 import { resolveRedlockConfig } from './redlock-config.js';
+import { RestartQuarantine } from './restart-quarantine.js';
 import {
   REDLOCK_DEFAULTS,
   type AcquireOptions,
@@ -171,6 +172,8 @@ export class Redlock implements LockOperations {
   readonly keepAlive: KeepAlive;
   /** @internal Queue places that releases took for this instance's next acquire. */
   readonly reservations: Reservations;
+  /** @internal Which nodes' grants count, after restarts (see `restartQuarantine`). */
+  readonly quarantine: RestartQuarantine;
   /** Set by `quit()`: waiting acquires give up, new ones are refused. */
   private closed = false;
   /** Pending `ready()` waits: `quit()` ends them rather than leave their timers. */
@@ -196,6 +199,12 @@ export class Redlock implements LockOperations {
     this.clock = options.clock ?? monotonicClock;
     this.logger = options.logger ?? console;
     this.nodes = createNodes(options.clients);
+    this.quarantine = new RestartQuarantine(
+      this.nodes,
+      config.restartQuarantine,
+      this.clock,
+      this.logger,
+    );
     if (!config.lazyConnect) connectOwned(this.nodes);
     this.releases = new ReleaseListener(
       this.nodes,
@@ -610,10 +619,12 @@ export class Redlock implements LockOperations {
    */
   ready(timeoutMs = 5000): Promise<boolean> {
     requireNonNegative('timeoutMs', timeoutMs);
+    // With a restart quarantine, a node is ready once its uptime is read.
     const connected = () =>
       !this.closed &&
-      this.nodes.filter((n) => n.client.status === 'ready').length >=
-        this.quorum;
+      this.nodes.filter(
+        (n, i) => n.client.status === 'ready' && this.quarantine.checked(i),
+      ).length >= this.quorum;
     if (this.closed) return Promise.resolve(false);
     connectOwned(this.nodes);
     if (connected()) return Promise.resolve(true);
@@ -621,6 +632,7 @@ export class Redlock implements LockOperations {
       const done = () => {
         clearTimeout(timer);
         for (const node of this.nodes) node.client.off('ready', check);
+        this.quarantine.checkedListeners.delete(check);
         this.readyWaits.delete(done);
         resolve(connected());
       };
@@ -629,6 +641,7 @@ export class Redlock implements LockOperations {
       };
       const timer = setTimeout(done, timeoutMs);
       for (const node of this.nodes) node.client.on('ready', check);
+      this.quarantine.checkedListeners.add(check);
       this.readyWaits.add(done);
     });
   }
@@ -654,7 +667,9 @@ export class Redlock implements LockOperations {
           error: 'closed',
         })),
       });
-    return checkHealth(this.nodes, this.quorum, timeoutMs);
+    return checkHealth(this.nodes, this.quorum, timeoutMs, (i) =>
+      this.quarantine.counts(i),
+    );
   }
 
   /**
@@ -705,6 +720,7 @@ export class Redlock implements LockOperations {
     // Queue places left for an acquire that will not come now.
     await this.reservations.close();
     await this.releases.close();
+    this.quarantine.close();
     await closeNodes(this.nodes);
     // The polls' shared timer may still be armed for a deadline gone by.
     deadlines.unrefWhenIdle();
@@ -737,7 +753,12 @@ export class Redlock implements LockOperations {
     const ballots = await poll(
       this.nodes,
       (node) => node.run(ACQUIRE_SCRIPT, scriptKeys, args),
-      (reply) => (acquireReply(reply).granted ? 'granted' : 'busy'),
+      (reply, i) =>
+        acquireReply(reply).granted
+          ? this.quarantine.counts(i)
+            ? 'granted'
+            : 'quarantined'
+          : 'busy',
       timing.nodeTimeout,
       this.decided,
       {
@@ -832,7 +853,7 @@ export class Redlock implements LockOperations {
     let votes = 0;
     let since = Infinity;
     answeredAt.forEach((at, i) => {
-      if (!(given & nodeBit(i))) return;
+      if (!(given & nodeBit(i)) || !this.quarantine.counts(i)) return;
       votes++;
       since = Math.min(since, at);
     });

@@ -6,10 +6,14 @@
  *   gone (extend).
  * - `timeout`: no answer within `nodeTimeout`.
  * - `error`: the request failed (connection refused, closed, script error…).
+ * - `quarantined`: the node granted, but it restarted less than
+ *   `restartQuarantine` ago, so its grant does not count toward the quorum
+ *   (and is taken back if the attempt fails).
  *
  * @publicApi
  */
-export type NodeOutcome = 'granted' | 'busy' | 'timeout' | 'error';
+export type NodeOutcome =
+  'granted' | 'busy' | 'timeout' | 'error' | 'quarantined';
 
 /**
  * One node's answer, named by `host:port` (never with credentials).

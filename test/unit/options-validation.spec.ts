@@ -59,6 +59,16 @@ describe('module options validation', () => {
     ],
     ['keyPrefix not a string', { clients: three, keyPrefix: 5 }, 'keyPrefix'],
     [
+      'restartQuarantine < 0',
+      { clients: three, restartQuarantine: -1 },
+      'restartQuarantine',
+    ],
+    [
+      'restartQuarantine not a number',
+      { clients: three, restartQuarantine: '10s' },
+      'restartQuarantine',
+    ],
+    [
       'lazyConnect not a boolean',
       { clients: three, lazyConnect: 'yes' },
       'lazyConnect',
