@@ -345,6 +345,37 @@ describe('quorum under node faults (own 5 servers)', () => {
     );
   });
 
+  it('a watched lock cut off from a majority (frozen nodes) is reported lost once, before its validity ends', async () => {
+    const lock = redlock({ ttl: 900 });
+    const other = redlock({ ttl: 900 });
+    const held = await lock.acquire('partitioned');
+    let lostCalls = 0;
+    const stop = lock.watch(held, { onLost: () => lostCalls++ });
+    for (const s of servers.slice(2)) s.freeze();
+    // The first extension after the freeze fails (two of five answer), and
+    // the lock is lost at once: not when its validity runs out.
+    const validityLeft = await new Promise<number>((resolve) =>
+      held.signal.addEventListener(
+        'abort',
+        () => resolve(held.validUntil - Date.now()),
+        { once: true },
+      ),
+    );
+    expect(validityLeft).toBeGreaterThan(0);
+    expect(held.signal.reason).toMatchObject({ name: 'LockLostError' });
+    for (const s of servers) s.thaw();
+    // Later extensions are not sent: one signal, one call.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(lostCalls).toBe(1);
+    stop();
+    // The lost lock was released (its release reached the frozen nodes on
+    // thaw) or expired: another instance takes it.
+    const again = await other.acquire('partitioned', { waitTimeout: 2000 });
+    expect(again.isHeld).toBe(true);
+    await again.release();
+    await Promise.all([lock.quit(), other.quit()]);
+  });
+
   it('runs scripts again after a node restarts empty (NOSCRIPT fallback)', async () => {
     const lock = redlock();
     await lock.tryAcquire('noscript').then((l) => l?.release());
