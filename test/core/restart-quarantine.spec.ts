@@ -25,6 +25,9 @@ describe('restartQuarantine: a node that restarted does not count until it has b
       keyPrefix: 'q:',
       metaPrefix: 'meta:',
       ttl: LEASE,
+      // Generous: a loaded machine must not turn a slow answer into a
+      // timeout the tests would read as something else.
+      nodeTimeout: 500,
       restartQuarantine,
       logger: { warn: () => undefined },
     });
@@ -94,15 +97,17 @@ describe('restartQuarantine: a node that restarted does not count until it has b
     await allReady(c);
     const refused = await attempt(c, 'guarded');
     expect(refused).toBeInstanceOf(LockNotAcquiredError);
-    // The restarted nodes granted, but none counted: the attempt gave up
-    // as soon as no quorum was left (nodes that had not answered by then
-    // show as timed out).
+    // The restarted nodes granted, but none counted. The attempt gave up
+    // as soon as no quorum was left, after three answers (the two that
+    // were late show as timed out): at least one of them was a restarted
+    // node's, as only nodes 0 and 1 hold A's key.
     const outcomes = (refused as LockNotAcquiredError).nodes.map(
       (n) => n.outcome,
     );
-    expect(outcomes.slice(0, 2)).toEqual(['busy', 'busy']);
-    expect(outcomes.slice(2)).toContain('quarantined');
+    expect(outcomes).toContain('quarantined');
     expect(outcomes).not.toContain('granted');
+    for (const outcome of outcomes.slice(0, 2))
+      expect(['busy', 'timeout']).toContain(outcome);
     expect(a.isHeld).toBe(true);
     // Its health check says so too: five nodes up, two that count.
     const health = await c.health(1000);
