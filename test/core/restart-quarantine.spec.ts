@@ -6,7 +6,13 @@ import {
   expect,
   it,
 } from '@jest/globals';
-import { LockNotAcquiredError, Redlock, type Lock } from 'nestjs-redlock';
+import {
+  fenceCounterKey,
+  LockNotAcquiredError,
+  Redlock,
+  type Lock,
+} from 'nestjs-redlock';
+import { listenDelayed } from '../../scripts/latency-proxy.mjs';
 import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
 
 // A node that restarts without persistence has lost the keys it held
@@ -79,6 +85,48 @@ describe('restartQuarantine: a node that restarted does not count until it has b
     ]);
     return a;
   }
+
+  // First: it needs every node but the restarted one older than the
+  // quarantine, and the tests below restart nodes.
+  it("a fencing round does not count a quarantined node's store: the tokens stand only once a counted node stored them", async () => {
+    // Node 2 is 200 ms away each way, node 3 is down and node 4 has just
+    // restarted: nodes 0-2 make the quorum, and node 4 stores tokens
+    // quickly but does not count.
+    const far = await listenDelayed(servers[2].port, 200);
+    try {
+      await servers[3].kill();
+      await servers[4].restart();
+      const c = new Redlock({
+        clients: [
+          servers[0].url,
+          servers[1].url,
+          far.url,
+          servers[3].url,
+          servers[4].url,
+        ],
+        keyPrefix: 'q:',
+        metaPrefix: 'meta:',
+        nodeTimeout: 1000,
+        ttl: 5000,
+        restartQuarantine: QUARANTINE,
+        fencing: true,
+        logger: { warn: () => undefined },
+      });
+      redlocks.push(c);
+      await c.ready();
+      const lock = await c.acquire('fenced');
+      // Counting node 4, the round would have stood with nodes 0, 1 and 4
+      // before node 2's answer came back; node 2 would not hold the token
+      // yet.
+      const admin = servers[2].client();
+      const stored = await admin.get(fenceCounterKey('meta:', 'q:fenced'));
+      await admin.quit();
+      expect(stored).toBe(lock.fencingToken);
+      await lock.release();
+    } finally {
+      await far.close();
+    }
+  });
 
   it('without it (the default), a second holder gets the lock while the first still holds it: the hazard', async () => {
     const a = await holdThroughRestart('hazard');
