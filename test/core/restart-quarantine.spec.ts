@@ -128,6 +128,27 @@ describe('restartQuarantine: a node that restarted does not count until it has b
     }
   });
 
+  // Second, for the same reason.
+  it("a key given on release by quarantined nodes does not count toward the waiter's quorum", async () => {
+    await Promise.all([servers[3].restart(), servers[4].restart()]);
+    const a = make();
+    await allReady(a);
+    const held = await a.acquire('handed');
+    const c = make(QUARANTINE);
+    await allReady(c);
+    // c waits, queued on every node; then node 2 goes down, and the
+    // release gives the key to c on nodes 0, 1, 3 and 4: two of them
+    // count. Counting the restarted 3 and 4, c would hold the lock.
+    const waiting = c
+      .acquire('handed', { waitTimeout: 800 })
+      .catch((e: unknown) => e);
+    await sleep(100);
+    await servers[2].kill();
+    await held.release();
+    const outcome = await waiting;
+    expect(outcome).toBeInstanceOf(LockNotAcquiredError);
+  });
+
   it('without it (the default), a second holder gets the lock while the first still holds it: the hazard', async () => {
     const a = await holdThroughRestart('hazard');
     const b = make();
