@@ -3,6 +3,37 @@ import { Redis } from 'ioredis';
 import { LockNotAcquiredError, Redlock } from 'nestjs-redlock';
 import { RedisServer } from '../../scripts/redis-nodes.mjs';
 
+/**
+ * The Redis commands the library sends, itself or from its scripts (ACL
+ * checks apply inside scripts too), and those ioredis sends on connecting.
+ * README, "Production checklist", lists the same.
+ */
+const LOCK_COMMANDS = [
+  'evalsha',
+  'eval',
+  'script|load',
+  'ping',
+  'info',
+  'subscribe',
+  'unsubscribe',
+  'quit',
+  'set',
+  'get',
+  'del',
+  'exists',
+  'pexpire',
+  'pttl',
+  'publish',
+  'time',
+  'zadd',
+  'zcard',
+  'zrange',
+  'zrangebyscore',
+  'zrem',
+  'zremrangebyscore',
+  'zscore',
+];
+
 // Own server: the test sets a password and an ACL user on it.
 describe('connection settings reach the nodes unchanged', () => {
   let server: RedisServer;
@@ -64,6 +95,64 @@ describe('connection settings reach the nodes unchanged', () => {
     expect(await admin.get('lock:acl')).toBe(lock.value);
     await lock.release();
     await redlock.quit();
+  });
+
+  it('works for an ACL user allowed only the commands the README lists, on its own keys and channels', async () => {
+    // README, "Production checklist": keep the two lists in step.
+    await admin.call(
+      'ACL',
+      'SETUSER',
+      'locks-only',
+      'on',
+      '>pw-min',
+      'resetkeys',
+      '~lock:*',
+      '~redlock:*',
+      'resetchannels',
+      '&redlock:*',
+      '-@all',
+      ...LOCK_COMMANDS.map((c) => `+${c}`),
+    );
+    const options = {
+      host: '127.0.0.1',
+      port: server.port,
+      username: 'locks-only',
+      password: 'pw-min',
+    };
+    const first = new Redlock({
+      clients: [options],
+      fencing: true,
+      restartQuarantine: 1,
+      logger: quiet,
+    });
+    const second = new Redlock({ clients: [options], logger: quiet });
+    expect(await first.ready()).toBe(true);
+    expect((await first.health()).healthy).toBe(true);
+    const held = await first.acquire(['acl-a', 'acl-b']);
+    expect(held.fencingToken).toBeUndefined();
+    expect(held.fencingTokens?.size).toBe(2);
+    await held.extend();
+    // A waiter of another instance, woken by the release message.
+    const waiting = second.acquire('acl-a', { waitTimeout: 3000 });
+    await new Promise((r) => setTimeout(r, 100));
+    // Queued on the node, and listening for its release message (a denied
+    // queue or channel command would leave it polling, and still succeed).
+    expect(await admin.zcard('redlock:q:lock:acl-a')).toBe(1);
+    expect(await admin.call('PUBSUB', 'CHANNELS', 'redlock:w:*')).toHaveLength(
+      1,
+    );
+    expect((await held.release()).released).toBe(true);
+    const next = await waiting;
+    expect(next.isHeld).toBe(true);
+    expect((await next.release()).released).toBe(true);
+    await second.using('acl-using', () => undefined);
+    // Denied outside what the user may touch: the list is not wider than it needs.
+    const outside = new Redis(options);
+    await expect(outside.get('other:key')).rejects.toThrow(/NOPERM/);
+    await expect(outside.call('FLUSHALL')).rejects.toThrow(/NOPERM/);
+    await outside.quit();
+    await Promise.all([first.quit(), second.quit()]);
+    await admin.call('ACL', 'DELUSER', 'locks-only');
   });
 
   it("a borrowed client's own ioredis keyPrefix applies to lock keys", async () => {
