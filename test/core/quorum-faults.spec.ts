@@ -376,6 +376,30 @@ describe('quorum under node faults (own 5 servers)', () => {
     await Promise.all([lock.quit(), other.quit()]);
   });
 
+  it('a watched lock survives restarts of a minority of its nodes one after another, and is lost once a majority has restarted empty', async () => {
+    // A generous node timeout: after two restarts every extension needs
+    // all three nodes left, and a slow answer on a loaded machine would
+    // lose the lock for another reason.
+    const lock = redlock({ ttl: 1500, nodeTimeout: 400 });
+    const held = await lock.acquire('rolling');
+    let lostCalls = 0;
+    const stop = lock.watch(held, { onLost: () => lostCalls++ });
+    // An extension every 500 ms: each restart is followed by two.
+    for (const s of servers.slice(0, 2)) {
+      await s.restart();
+      await new Promise((r) => setTimeout(r, 1100));
+      expect(held.isHeld).toBe(true);
+    }
+    // A third restart leaves the key on two nodes of five: the next
+    // extension misses the quorum, and the lock is lost, not kept.
+    await servers[2].restart();
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(held.isHeld).toBe(false);
+    expect(lostCalls).toBe(1);
+    stop();
+    await lock.quit();
+  });
+
   it('runs scripts again after a node restarts empty (NOSCRIPT fallback)', async () => {
     const lock = redlock();
     await lock.tryAcquire('noscript').then((l) => l?.release());
