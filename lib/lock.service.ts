@@ -61,9 +61,9 @@ export class LockService {
   }
 
   /**
-   * Whether a quorum of nodes answers PING within `timeoutMs` (default:
-   * the module's node timeout), with each node's latency or error; never
-   * rejects. For readiness probes: see the README's terminus example.
+   * Whether a quorum of nodes answers PING within `timeoutMs` (default
+   * 1 s), with each node's latency or error; never rejects. For readiness
+   * probes: see the README's terminus example.
    */
   health(timeoutMs?: number): Promise<RedlockHealth> {
     return this.redlock.health(timeoutMs);

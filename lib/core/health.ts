@@ -43,6 +43,15 @@ export interface RedlockHealth {
 }
 
 /**
+ * How long `health()` waits for the nodes by default, in ms. More than a
+ * lock attempt gives a node (the node timeout, 100 ms at most by default):
+ * a readiness probe that fails whenever a loaded node answers one PING
+ * late would take replicas out of service for nothing. The latencies it
+ * reports show a node that is slow for locks.
+ */
+export const HEALTH_TIMEOUT_MS = 1000;
+
+/**
  * PINGs every node at once and settles when all answered or `timeoutMs`
  * passed, whichever comes first: a frozen or unreachable node costs the
  * timeout, never more (a plain `client.ping()` on a frozen node waits as

@@ -8,7 +8,11 @@ import {
 import { RedlockConfigError } from '../errors/redlock-config.error.js';
 import { monotonicClock, type Clock } from './clock.js';
 import { fenceCounterKey, issueFencingTokens } from './fencing.js';
-import { checkHealth, type RedlockHealth } from './health.js';
+import {
+  checkHealth,
+  HEALTH_TIMEOUT_MS,
+  type RedlockHealth,
+} from './health.js';
 import { KeepAlive, type WatchdogOptions } from './keep-alive.js';
 import { LocalQueue } from './local-queue.js';
 import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
@@ -648,13 +652,13 @@ export class Redlock implements LockOperations {
 
   /**
    * PINGs every node and reports whether a quorum answered within
-   * `timeoutMs` (default: the node timeout, the time a lock attempt gives
-   * each node), with each node's latency or error: for readiness probes
-   * (see the README's terminus example). Never rejects; a frozen node costs
-   * the timeout. After `quit()`, every node is reported down (`closed`),
-   * also borrowed clients that are still open.
+   * `timeoutMs` (default `HEALTH_TIMEOUT_MS`, 1 s), with each node's
+   * latency or error: for readiness probes (see the README's terminus
+   * example). Never rejects; a frozen node costs the timeout. After
+   * `quit()`, every node is reported down (`closed`), also borrowed clients
+   * that are still open.
    */
-  health(timeoutMs: number = this.timing.nodeTimeout): Promise<RedlockHealth> {
+  health(timeoutMs: number = HEALTH_TIMEOUT_MS): Promise<RedlockHealth> {
     requirePositive('timeoutMs', timeoutMs);
     if (this.closed)
       return Promise.resolve({
