@@ -3,6 +3,7 @@ import type { Clock } from './clock.js';
 import type { Lock } from './lock.js';
 import { poll, type Ballot, type Tally } from './poll.js';
 import type { RedlockNode } from './redlock-node.js';
+import type { RestartQuarantine } from './restart-quarantine.js';
 import { FENCE_SCRIPT } from './scripts/index.js';
 import { show } from './timing.js';
 
@@ -80,7 +81,7 @@ export interface FencingQuorum {
   readonly quorum: number;
   readonly clock: Clock;
   /** Nodes younger than `restartQuarantine` store tokens, but do not count. */
-  readonly quarantine: { counts(index: number): boolean };
+  readonly quarantine: Pick<RestartQuarantine, 'grant'>;
 }
 
 /**
@@ -118,11 +119,7 @@ export async function issueFencingTokens(
       redlock.nodes,
       (node) => node.run(FENCE_SCRIPT, counterKeys, args),
       (reply, i) =>
-        (reply as unknown[])[0] !== 1
-          ? 'busy'
-          : redlock.quarantine.counts(i)
-            ? 'granted'
-            : 'quarantined',
+        (reply as unknown[])[0] === 1 ? redlock.quarantine.grant(i) : 'busy',
       nodeTimeout,
       decided,
       // Tokens stored once the lock's validity is over would fence nothing.

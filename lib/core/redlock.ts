@@ -758,11 +758,7 @@ export class Redlock implements LockOperations {
       this.nodes,
       (node) => node.run(ACQUIRE_SCRIPT, scriptKeys, args),
       (reply, i) =>
-        acquireReply(reply).granted
-          ? this.quarantine.counts(i)
-            ? 'granted'
-            : 'quarantined'
-          : 'busy',
+        acquireReply(reply).granted ? this.quarantine.grant(i) : 'busy',
       timing.nodeTimeout,
       this.decided,
       {

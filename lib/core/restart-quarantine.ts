@@ -65,6 +65,11 @@ export class RestartQuarantine {
     return !state || (state.checked && this.clock.now() >= state.until);
   }
 
+  /** How a grant of node `i` votes: `granted`, or `quarantined` when it does not count. */
+  grant(i: number): 'granted' | 'quarantined' {
+    return this.counts(i) ? 'granted' : 'quarantined';
+  }
+
   /** Whether node `i`'s uptime was read since it last connected (always true when off). */
   checked(i: number): boolean {
     return this.states[i]?.checked ?? true;
