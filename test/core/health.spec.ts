@@ -1,40 +1,16 @@
-import {
-  afterAll,
-  afterEach,
-  beforeAll,
-  describe,
-  expect,
-  it,
-} from '@jest/globals';
-import { Redis } from 'ioredis';
-import { Redlock, RedlockConfigError } from 'nestjs-redlock';
-import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { RedlockConfigError } from 'nestjs-redlock';
+import { ownNodes } from '../utils/own-nodes.js';
 
 // Health checks while nodes are stopped and frozen: own five servers.
 describe('health()', () => {
-  let servers: RedisServer[];
-  const redlocks: Redlock[] = [];
-  const make = (clients?: (string | Redis)[]) => {
-    const redlock = new Redlock({
-      clients: clients ?? servers.map((s) => s.url),
-      logger: { warn: () => undefined },
-    });
-    redlocks.push(redlock);
-    return redlock;
-  };
+  const { servers, make } = ownNodes(5, { logger: { warn: () => undefined } });
 
-  beforeAll(async () => {
-    servers = await startServers(5);
-  });
   afterEach(async () => {
     for (const s of servers) s.thaw();
     await Promise.all(
       servers.filter((s) => s.pid === undefined).map((s) => s.restart()),
     );
-  });
-  afterAll(async () => {
-    await Promise.all(redlocks.map((r) => r.quit()));
-    await Promise.all(servers.map((s) => s.stop()));
   });
 
   it('all nodes up: healthy, each with its latency', async () => {
@@ -90,7 +66,7 @@ describe('health()', () => {
 
   it('after quit(): every node down as closed, borrowed clients included', async () => {
     const borrowed = servers.map((s) => s.client());
-    const redlock = make(borrowed);
+    const redlock = make({ clients: borrowed });
     expect((await redlock.health()).healthy).toBe(true);
     await redlock.quit();
     const health = await redlock.health();
