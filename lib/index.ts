@@ -1,7 +1,5 @@
 export * from './core/index.js';
 export * from './decorators/index.js';
-export * from './errors/index.js';
-export * from './fencing/index.js';
 export * from './interfaces/index.js';
 export { LockConflictFilter } from './lock-conflict.filter.js';
 export { LockInterceptor } from './lock.interceptor.js';
