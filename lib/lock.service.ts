@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { RedlockHealth } from './core/health.js';
+import type { RedlockHealth } from './core/nodes/health.js';
 import type { Lock } from './core/lock.js';
 import { Redlock } from './core/redlock.js';
-import type { AcquireOptions, RunOptions } from './core/redlock-options.js';
+import type { AcquireOptions, RunOptions } from './core/config/options.js';
 import { REDLOCK } from './redlock.constants.js';
 import { currentLock } from './utils/async-context.js';
 import { runLocked } from './utils/run-locked.js';

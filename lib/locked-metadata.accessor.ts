@@ -1,4 +1,4 @@
-import type { RunOptions } from './core/redlock-options.js';
+import type { RunOptions } from './core/config/options.js';
 import type { LockedOptions } from './interfaces/locked-options.interface.js';
 import type { CompiledKey } from './keys/lock-key.js';
 import type { ParameterList } from './keys/parameter-names.js';

@@ -1,17 +1,21 @@
 // `nestjs-redlock/core`: the framework-free lock, loading no @nestjs/* and no
 // rxjs. `nestjs-redlock` re-exports all of it beside the Nest module.
 export * from '../errors/index.js';
-export * from '../fencing/index.js';
-export * from './clock.js';
-export type { NodeHealth, RedlockHealth } from './health.js';
-export { Lock, type ReleaseResult } from './lock.js';
-export * from './redlock.js';
-export * from './redlock-options.js';
-export * from './wait-strategy.js';
-export type { WatchdogOptions } from './keep-alive.js';
+export * from './config/defaults.js';
+export type * from './config/options.js';
+export type { RedlockStats } from './context.js';
+export * from './fencing/fence.js';
+export type { FencedCommand } from './fencing/fenced-command.js';
+export * from './fencing/fenced-store.js';
 export {
   compareFencingTokens,
   fenceCounterKey,
   isFencingToken,
   type FencingToken,
-} from './fencing.js';
+} from './fencing/tokens.js';
+export { Lock, type ReleaseResult } from './lock.js';
+export type { NodeHealth, RedlockHealth } from './nodes/health.js';
+export { Redlock } from './redlock.js';
+export * from './util/clock.js';
+export * from './waiting/wait-strategy.js';
+export * from './waiting/wake-on-release.js';

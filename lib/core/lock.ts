@@ -1,7 +1,7 @@
 import { LockExtendError } from '../errors/lock-extend.error.js';
 import { LockLostError } from '../errors/lock-lost.error.js';
 import type { NodeVote } from '../errors/node-vote.js';
-import type { Clock } from './clock.js';
+import type { Clock } from './util/clock.js';
 
 /**
  * What `lock.release()` resolves with. It never rejects: a node that fails or
@@ -38,7 +38,7 @@ export interface ReleaseResult {
   readonly nodes: readonly NodeVote[];
 }
 
-/** The operations a lock needs from the algorithm (implemented by `Redlock`). */
+/** @internal The operations a lock needs from the algorithm (implemented by `Redlock`). */
 export interface LockOperations {
   readonly clock: Clock;
   extendLock(lock: Lock, ttl: number | undefined): Promise<void>;
@@ -73,7 +73,7 @@ export class Lock {
    * acquired with `fencing: true`; `undefined` otherwise. Each token is
    * greater than that of every earlier acquire of its resource: pass it to
    * the store the lock protects, which refuses writes with an older one
-   * (see `FencedStore` and lib/core/fencing.md).
+   * (see `FencedStore` and docs/fencing.md).
    */
   readonly fencingTokens?: ReadonlyMap<string, string>;
 

@@ -1,4 +1,4 @@
-import type { OnLockLost } from '../core/redlock-options.js';
+import type { OnLockLost } from '../core/config/options.js';
 
 /**
  * What a `@Locked` method locks:

@@ -1,4 +1,4 @@
-import type { RedlockOptions } from '../core/redlock-options.js';
+import type { RedlockOptions } from '../core/config/options.js';
 
 /**
  * Options of `RedlockModule.forRoot()` / the factory of `forRootAsync()`:

@@ -1,4 +1,4 @@
-import { show } from '../core/timing.js';
+import { show } from '../core/util/validate.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
 
 /** `<dto.items.*.sku>`: a root (parameter name or position) and a path. */

@@ -1,4 +1,4 @@
-import { show } from '../core/timing.js';
+import { show } from '../core/util/validate.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
 import type { LockedKey } from '../interfaces/locked-options.interface.js';
 import {

@@ -1,6 +1,6 @@
 import { Observable, type Subscription } from 'rxjs';
 import type { Redlock } from '../core/redlock.js';
-import type { RunOptions } from '../core/redlock-options.js';
+import type { RunOptions } from '../core/config/options.js';
 import { runLocked, SKIPPED } from './run-locked.js';
 
 /**

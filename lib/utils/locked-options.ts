@@ -1,6 +1,6 @@
-import type { RunOptions } from '../core/redlock-options.js';
-import { ON_LOCK_LOST } from '../core/run-options.js';
-import { durationProblem, show } from '../core/timing.js';
+import type { RunOptions } from '../core/config/options.js';
+import { ON_LOCK_LOST } from '../core/config/defaults.js';
+import { durationProblem, show } from '../core/util/validate.js';
 import type { LockedOptions } from '../interfaces/locked-options.interface.js';
 
 const POSITIVE = ['ttl', 'nodeTimeout', 'maxHold'] as const;

@@ -1,8 +1,8 @@
 import type { Lock } from '../core/lock.js';
 import type { Redlock } from '../core/redlock.js';
-import type { RunOptions } from '../core/redlock-options.js';
-import { normalizeResources } from '../core/resources.js';
-import { checkRunOptions } from '../core/run-options.js';
+import type { RunOptions } from '../core/config/options.js';
+import { normalizeResources } from '../core/config/resources.js';
+import { checkRunOptions } from '../core/config/call-options.js';
 import type { LockLostError } from '../errors/lock-lost.error.js';
 import { isRedlockError } from '../errors/redlock.error.js';
 import { heldBy, lockContext, type LockFrame } from './async-context.js';

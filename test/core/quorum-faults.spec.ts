@@ -13,7 +13,7 @@ import {
   type RedisServer,
 } from '../../scripts/redis-nodes.mjs';
 import { listenDelayed } from '../../scripts/latency-proxy.mjs';
-import { QUIT_TIMEOUT_MS } from '../../lib/core/redlock-node.js';
+import { QUIT_TIMEOUT_MS } from '../../lib/core/nodes/close-client.js';
 import { KEEP_SCRIPT } from '../../lib/core/scripts/index.js';
 import { closeAll, uniquePrefix } from '../utils/nodes.js';
 

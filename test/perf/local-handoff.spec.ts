@@ -5,7 +5,7 @@ import type {
   RedlockOptions,
   ReleaseResult,
 } from 'nestjs-redlock';
-import { LOCAL_HANDOFF_WINDOW_MS } from '../../lib/core/local-queue.js';
+import { LOCAL_HANDOFF_WINDOW_MS } from '../../lib/core/handoff/line.js';
 import {
   flushed,
   scriptCalls,

@@ -8,7 +8,7 @@ import {
   startServers,
   type RedisServer,
 } from '../../scripts/redis-nodes.mjs';
-import { LINES_BEFORE_SWEEP } from '../../lib/core/local-queue.js';
+import { LINES_BEFORE_SWEEP } from '../../lib/core/handoff/local-queue.js';
 import {
   closeAll,
   flushed,

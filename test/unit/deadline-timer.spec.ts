@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Deadline, DeadlineTimer } from '../../lib/core/deadline-timer.js';
+import { Deadline, DeadlineTimer } from '../../lib/core/util/deadline-timer.js';
 
 class Due extends Deadline {
   constructor(

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { ReplyError } from 'ioredis';
-import { poll, type PollOptions } from '../../lib/core/poll.js';
-import type { RedlockNode } from '../../lib/core/redlock-node.js';
+import { poll, type PollOptions } from '../../lib/core/nodes/poll.js';
+import type { RedlockNode } from '../../lib/core/nodes/redlock-node.js';
 
 // poll's own bookkeeping, with requests that resolve at once (no Redis:
 // nothing here is about locking).

@@ -1,0 +1,185 @@
+import type { Redis, RedisOptions } from 'ioredis';
+import type { LockLostError } from '../../errors/lock-lost.error.js';
+import type { Clock } from '../util/clock.js';
+import type { WaitStrategy } from '../waiting/wait-strategy.js';
+
+/**
+ * One Redis master: an ioredis instance (borrowed: never closed by the
+ * library), or a URL (`redis://`, `rediss://` for TLS, with user, password
+ * and db) or `RedisOptions` from which the library creates and owns a client.
+ *
+ * @publicApi
+ */
+export type RedisNodeConfig = Redis | string | RedisOptions;
+
+/**
+ * Timing of one lock; every field can be set per module and overridden per call.
+ *
+ * @publicApi
+ */
+export interface LockTimingOptions {
+  /** Lease in ms: how long a lock lives on a node unless extended. Default 10000. Any finite value > 0. */
+  ttl?: number;
+  /** How long `acquire` keeps trying while the resource is held, in ms; 0 = one attempt. Default 5000. */
+  waitTimeout?: number;
+  /** Base delay between attempts, in ms. Default 50. */
+  retryDelay?: number;
+  /** Random extra delay added to `retryDelay`, 0 to this many ms, so competing clients desynchronise. Default 50. */
+  retryJitter?: number;
+  /**
+   * How long one request to one node may take, in ms, before that node counts
+   * as failed for this attempt. Must be below `ttl`. Default: `ttl / 10`,
+   * capped at 100 ms. A node that is still answering other requests (busy
+   * with a burst of thousands) is waited for in further steps of this
+   * length, up to 20 of them; one that stopped answering is not.
+   */
+  nodeTimeout?: number;
+}
+
+/**
+ * What to do when a lock held by `run()` or `@Locked` is lost while the work runs.
+ * - `'throw'` (default): once the work settles, the call rejects with
+ *   `LockLostError`, which carries the work's own result or error.
+ * - `'ignore'`: the work's outcome is returned as is; the loss is only logged.
+ *
+ * @publicApi
+ */
+export type OnLockLost = 'throw' | 'ignore';
+
+/**
+ * Options of `acquire()` / `tryAcquire()`.
+ *
+ * @publicApi
+ */
+export interface AcquireOptions extends LockTimingOptions {
+  /**
+   * Gives up when aborted: the acquire rejects with the signal's reason,
+   * whether it waits in this process, waits on the nodes or has an attempt
+   * out (keys granted after the abort are taken back, never handed out). An
+   * aborted signal rejects at once, before any Redis call. `tryAcquire`
+   * reads it too.
+   */
+  signal?: AbortSignal;
+  /**
+   * Give the lock fencing tokens (`lock.fencingToken`, `lock.fencingTokens`),
+   * at the cost of one more round trip to the nodes. Default: the module's
+   * `fencing` (false).
+   */
+  fencing?: boolean;
+}
+
+/**
+ * Options of `run()`: an acquire plus the watchdog that keeps the lock while the work runs.
+ *
+ * @publicApi
+ */
+export interface RunOptions extends AcquireOptions {
+  /** See {@link OnLockLost}. Default `'throw'`. */
+  onLockLost?: OnLockLost;
+  /**
+   * Longest time, in ms, the watchdog keeps a lock alive. When reached the
+   * lock counts as lost (its signal aborts) and is no longer extended, so it
+   * may expire while the work still runs; it is released on the nodes when
+   * the work settles. Default: no bound.
+   */
+  maxHold?: number;
+}
+
+/**
+ * Something to log warnings to (a Nest `Logger` fits).
+ *
+ * @publicApi
+ */
+export interface RedlockLogger {
+  warn(message: string): void;
+}
+
+/**
+ * Options of the framework-free {@link Redlock} core (and of `RedlockModule`).
+ *
+ * @publicApi
+ */
+export interface RedlockOptions extends LockTimingOptions {
+  /**
+   * The N independent Redis masters (no replication between them). At least
+   * one. Each is a server reached directly or through Sentinel; a Redis
+   * Cluster client is refused.
+   */
+  clients: RedisNodeConfig[];
+  /** Clock drift allowance as a fraction of the ttl, in [0, 0.5). Default 0.01 (plus 2 ms). */
+  driftFactor?: number;
+  /** Prefix of lock keys: resource `order:42` is key `lock:order:42`. Default `lock:`. */
+  keyPrefix?: string;
+  /**
+   * Prefix of everything else the library keeps in Redis (wait queues,
+   * fencing counters, channels). Must not start with `keyPrefix` nor be its
+   * prefix. Default `redlock:`. Replicas that lock the same resources must
+   * share it: with different ones they still exclude each other, but keep
+   * separate wait queues and fencing counters (tokens not comparable).
+   */
+  metaPrefix?: string;
+  /**
+   * Give every lock fencing tokens unless a call says `fencing: false`
+   * (see {@link AcquireOptions.fencing}). Default false.
+   */
+  fencing?: boolean;
+  /** Votes needed; default N/2+1. Must be more than N/2 and at most N. */
+  quorum?: number;
+  /** Monotonic clock; tests inject their own. */
+  clock?: Clock;
+  /**
+   * How a waiting acquire waits between attempts. Default: `WakeOnRelease`,
+   * woken by the nodes' release messages, with the jittered retry as fallback.
+   */
+  waitStrategy?: WaitStrategy;
+  /**
+   * In-process handoff: a lock released while another caller of the same
+   * process waits for the same resources with the same `ttl` passes to it
+   * without a Redis round trip (same value, same validity deadline), at
+   * most this many times in a row, and for at most 250 ms after the first
+   * of them, before it goes back through Redis so other processes get
+   * their turn (the time bound matters for long critical sections: 8 of
+   * 500 ms in a row would keep another process waiting 4 s); when no other
+   * process is queued on the nodes, they renew the lease for the next
+   * caller in one round trip instead (3 streaks in a row at most). A
+   * contended lock (its caller had to wait) released while nobody waits is
+   * kept until the event loop turns, for a caller that asks right after
+   * (`ReleaseResult.deferred`), within the same count. 0 disables all three.
+   * Default 8.
+   */
+  localHandoff?: number;
+  /** Where warnings go. Default: `console`. */
+  logger?: RedlockLogger;
+  /**
+   * Clients the library creates (from URLs or `RedisOptions`) connect at
+   * `ready()` or at the first lock instead of at construction. Default
+   * false; `RedlockModule` sets it, and connects them while the
+   * application initialises (`onModuleInit`), so that a bootstrap that
+   * fails before leaves no connection open (Nest runs no shutdown hook
+   * then). Client instances passed in are left as they are.
+   */
+  lazyConnect?: boolean;
+  /**
+   * "Delayed restart" on the client side, in ms: a node counts toward a
+   * quorum only once it has been up this long (its uptime is read at every
+   * connection), so a node that restarted without persistence, and lost
+   * the keys it held, cannot grant a lock that another client still holds
+   * through it. Set it to at least the longest `ttl` any client uses.
+   * Default 0 (off): persist with `appendfsync always`, or delay restarts,
+   * instead. Needs the `INFO` command on the nodes. See the README's
+   * safety section.
+   */
+  restartQuarantine?: number;
+}
+
+/**
+ * Options of a watchdog (`Redlock.watch`, and `run()` / `@Locked` through it).
+ *
+ * @publicApi
+ */
+export interface WatchdogOptions {
+  /** Longest time in ms the lock is kept alive; then it counts as lost. Default: no bound. */
+  maxHold?: number;
+  /** Called once if the lock is lost. */
+  onLost?: (error: LockLostError) => void;
+}

@@ -1,0 +1,141 @@
+import { RedlockConfigError } from '../../errors/redlock-config.error.js';
+import { optionalBoolean, requireNonNegative, show } from '../util/validate.js';
+import { REDLOCK_DEFAULTS } from './defaults.js';
+import type { AcquireOptions, RedlockOptions } from './options.js';
+import { resolveTiming, type ResolvedTiming } from './timing.js';
+
+/** The settings of a `Redlock` instance, with defaults filled in and checked. */
+export interface RedlockConfig {
+  readonly driftFactor: number;
+  /** The instance's timing; calls override it (see `callTiming`). */
+  readonly timing: ResolvedTiming;
+  readonly keyPrefix: string;
+  readonly metaPrefix: string;
+  readonly quorum: number;
+  readonly fencing: boolean;
+  readonly localHandoff: number;
+  readonly lazyConnect: boolean;
+  readonly restartQuarantine: number;
+  /** The options it was resolved from (calls override their timing). */
+  readonly options: RedlockOptions;
+}
+
+/**
+ * Validates a `Redlock`'s options, naming the field at fault in a
+ * `RedlockConfigError`, and fills in the defaults (`REDLOCK_DEFAULTS`). The
+ * clients are checked when the nodes are created (`createNodes`); an empty
+ * list leaves the quorum unchecked here, so that error names `clients`.
+ */
+export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
+  if (typeof options !== 'object' || options === null) {
+    throw new RedlockConfigError(
+      'options',
+      `must be an object, got ${show(options)}`,
+    );
+  }
+  const driftFactor = options.driftFactor ?? REDLOCK_DEFAULTS.driftFactor;
+  if (
+    typeof driftFactor !== 'number' ||
+    !(driftFactor >= 0 && driftFactor < 0.5)
+  ) {
+    throw new RedlockConfigError(
+      'driftFactor',
+      `must be a number in [0, 0.5), got ${show(driftFactor)}`,
+    );
+  }
+  const timing = resolveTiming(options, undefined, driftFactor);
+  const keyPrefix = checkPrefix(
+    'keyPrefix',
+    options.keyPrefix ?? REDLOCK_DEFAULTS.keyPrefix,
+  );
+  const metaPrefix = checkPrefix(
+    'metaPrefix',
+    options.metaPrefix ?? REDLOCK_DEFAULTS.metaPrefix,
+  );
+  if (metaPrefix.startsWith(keyPrefix) || keyPrefix.startsWith(metaPrefix)) {
+    throw new RedlockConfigError(
+      'metaPrefix',
+      `"${metaPrefix}" and keyPrefix "${keyPrefix}" must not start with one another, or a resource name could map onto the library's own keys`,
+    );
+  }
+  const count = Array.isArray(options.clients) ? options.clients.length : 0;
+  const quorum = options.quorum ?? Math.floor(count / 2) + 1;
+  if (
+    count > 0 &&
+    (!Number.isInteger(quorum) || quorum <= count / 2 || quorum > count)
+  ) {
+    throw new RedlockConfigError(
+      'quorum',
+      `must be an integer above N/2 and at most N (N = ${count}: ${Math.floor(count / 2) + 1}..${count}), got ${show(options.quorum)}`,
+    );
+  }
+  const fencing =
+    optionalBoolean('fencing', options.fencing) ?? REDLOCK_DEFAULTS.fencing;
+  const localHandoff = options.localHandoff ?? REDLOCK_DEFAULTS.localHandoff;
+  if (
+    typeof localHandoff !== 'number' ||
+    !Number.isInteger(localHandoff) ||
+    localHandoff < 0
+  ) {
+    throw new RedlockConfigError(
+      'localHandoff',
+      `must be an integer >= 0 (0 disables the in-process handoff), got ${show(options.localHandoff)}`,
+    );
+  }
+  const lazyConnect =
+    optionalBoolean('lazyConnect', options.lazyConnect) ??
+    REDLOCK_DEFAULTS.lazyConnect;
+  const restartQuarantine =
+    options.restartQuarantine ?? REDLOCK_DEFAULTS.restartQuarantine;
+  requireNonNegative('restartQuarantine', restartQuarantine);
+  return {
+    driftFactor,
+    timing,
+    keyPrefix,
+    metaPrefix,
+    quorum,
+    fencing,
+    localHandoff,
+    lazyConnect,
+    restartQuarantine,
+    options,
+  };
+}
+
+/** Timing for one call: the instance's, overridden by the call's options. */
+export function callTiming(
+  config: RedlockConfig,
+  options?: AcquireOptions,
+): ResolvedTiming {
+  if (options === undefined) return config.timing;
+  if (typeof options !== 'object' || options === null) {
+    throw new RedlockConfigError(
+      'options',
+      `must be an object, got ${show(options)}`,
+    );
+  }
+  if (
+    options.ttl === undefined &&
+    options.nodeTimeout === undefined &&
+    options.waitTimeout === undefined &&
+    options.retryDelay === undefined &&
+    options.retryJitter === undefined
+  ) {
+    return config.timing;
+  }
+  return resolveTiming(config.options, options, config.driftFactor, 'options.');
+}
+
+/** Whether one call's lock gets fencing tokens: the call's option, else the instance's. */
+export function callFencing(
+  config: RedlockConfig,
+  options?: AcquireOptions,
+): boolean {
+  return optionalBoolean('options.fencing', options?.fencing) ?? config.fencing;
+}
+
+function checkPrefix(field: string, value: unknown): string {
+  if (typeof value !== 'string')
+    throw new RedlockConfigError(field, `must be a string, got ${show(value)}`);
+  return value;
+}

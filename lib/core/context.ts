@@ -1,0 +1,95 @@
+import type { RedlockLogger } from './config/options.js';
+import type { RedlockConfig } from './config/resolve.js';
+import type { LocalQueue } from './handoff/local-queue.js';
+import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
+import type { Tally } from './nodes/poll.js';
+import type { RedlockNode } from './nodes/redlock-node.js';
+import type { RestartQuarantine } from './nodes/restart-quarantine.js';
+import type { Clock } from './util/clock.js';
+import type { ReleaseListener } from './waiting/release-listener.js';
+import type { Reservations } from './waiting/reservations.js';
+import type { WaitStrategy } from './waiting/wait-strategy.js';
+import type { KeepAlive } from './watchdog/keep-alive.js';
+
+/** Counters since an instance was created (see `Redlock.stats`). */
+export interface RedlockStats {
+  acquired: number;
+  waited: number;
+  retries: number;
+}
+
+/**
+ * What every operation of one `Redlock` instance shares: its nodes and the
+ * quorum rule, its settings, the in-process queue, the release listener,
+ * the watchdog, and the state `quit()` ends. Built once by `openContext`;
+ * operations are functions of it, and `Redlock` is the facade that holds it.
+ */
+export interface RedlockContext {
+  readonly config: RedlockConfig;
+  /** The nodes, in configuration order. */
+  readonly nodes: readonly RedlockNode[];
+  /** Votes needed to hold a lock. */
+  readonly quorum: number;
+  /** The quorum rule that settles a poll (see `quorumDecided`). */
+  readonly decided: (tally: Tally) => boolean;
+  readonly clock: Clock;
+  readonly logger: RedlockLogger;
+  readonly waitStrategy: WaitStrategy;
+  /** Waiting acquires of this instance, queued per line (resource set). */
+  readonly localQueue: LocalQueue;
+  /** Release announcements from the nodes (one subscriber per node, on first wait). */
+  readonly releases: ReleaseListener;
+  /** The batched watchdog of every lock `hold()` and `watch()` keep. */
+  readonly keepAlive: KeepAlive;
+  /** Queue places that releases took for this instance's next acquire. */
+  readonly reservations: Reservations;
+  /** Which nodes' grants count, after restarts (see `restartQuarantine`). */
+  readonly quarantine: RestartQuarantine;
+  readonly stats: RedlockStats;
+  /** What a `Lock` calls back for `extend()` and `release()`. */
+  readonly lockOps: LockOperations;
+  /** Set by `quit()`: waiting acquires give up, new ones are refused. */
+  closed: boolean;
+  /** Pending `ready()` waits: `quit()` ends them rather than leave their timers. */
+  readonly readyWaits: Set<() => void>;
+  /**
+   * Acquires talking to the nodes, each with its node timeout: `quit()` lets
+   * them finish (and take back what they were granted) before it closes the
+   * connections.
+   */
+  readonly active: Map<Promise<unknown>, number>;
+  /** Releases that leave late (held back, or after a renewal): `quit()` waits for them. */
+  readonly deferred: Set<Promise<ReleaseResult>>;
+}
+
+/** What a new `Lock` is made of, beyond its instance. */
+export interface LockInit {
+  readonly resources: readonly string[];
+  readonly keys: readonly string[];
+  readonly value: string;
+  readonly ttl: number;
+  /** Monotonic deadline of validity. */
+  readonly deadline: number;
+  /** Its name in the nodes' wait queues, if it waited in them. */
+  readonly queueName?: string;
+  /** The acquire had to wait (in this process or on the nodes). */
+  readonly waited?: boolean;
+  /** The nodes made the acquire wait: another process competes for it. */
+  readonly waitedInRedis?: boolean;
+}
+
+/** Every `Lock` of an instance is made here. */
+export function createLock(ctx: RedlockContext, init: LockInit): Lock {
+  const lock = new Lock(
+    ctx.lockOps,
+    init.resources,
+    init.keys,
+    init.value,
+    init.ttl,
+    init.deadline,
+    init.queueName,
+  );
+  if (init.waited) lock.waited = true;
+  if (init.waitedInRedis) lock.waitedInRedis = true;
+  return lock;
+}

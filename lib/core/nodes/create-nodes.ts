@@ -1,0 +1,139 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import { RedlockConfigError } from '../../errors/redlock-config.error.js';
+import { show } from '../util/validate.js';
+import { DROP_AT_ONCE } from './close-client.js';
+import { RedlockNode } from './redlock-node.js';
+
+/**
+ * Options the library applies to the clients it creates (a user's own
+ * options win). `maxRetriesPerRequest: 0` fails queued commands at the first
+ * failed reconnect instead of piling them up while a node is down: a lock
+ * request that arrives late is worth nothing, and the per-node timeout has
+ * already counted it as failed.
+ */
+const OWNED_CLIENT_DEFAULTS: RedisOptions = {
+  maxRetriesPerRequest: 0,
+  lazyConnect: true,
+  ...DROP_AT_ONCE,
+};
+
+/**
+ * Turns the configured clients into nodes, rejecting an empty list and the
+ * same node listed twice. Clients created here are owned (closed by
+ * `closeNodes`) and not connected yet (see `connectOwned`).
+ */
+export function createNodes(configs: unknown): RedlockNode[] {
+  if (!Array.isArray(configs) || configs.length === 0) {
+    throw new RedlockConfigError(
+      'clients',
+      `must list at least one Redis node, got ${show(configs)}`,
+    );
+  }
+  const nodes = configs.map((config: unknown, i) => toNode(config, i));
+  const seen = new Map<string, number>();
+  const instances = new Map<Redis, number>();
+  nodes.forEach((node, i) => {
+    const identity = nodeIdentity(node.client);
+    const twice = instances.get(node.client) ?? seen.get(identity);
+    if (twice !== undefined) {
+      void closeNodes(nodes);
+      throw new RedlockConfigError(
+        `clients[${i}]`,
+        `is the same Redis node as clients[${twice}] (${node.name}); Redlock needs N independent masters`,
+      );
+    }
+    seen.set(identity, i);
+    instances.set(node.client, i);
+  });
+  return nodes;
+}
+
+/**
+ * Starts connecting the clients the library owns that never connected
+ * (created with ioredis's `lazyConnect`). A failed connection is left to
+ * the client's own retries; nothing waits here.
+ */
+export function connectOwned(nodes: readonly RedlockNode[]): void {
+  for (const node of nodes) {
+    if (node.owned && node.client.status === 'wait')
+      node.client.connect().catch(() => undefined);
+  }
+}
+
+/** Closes the clients the library owns, in parallel. */
+export async function closeNodes(nodes: readonly RedlockNode[]): Promise<void> {
+  await Promise.all(nodes.map((node) => node.close()));
+}
+
+function toNode(config: unknown, i: number): RedlockNode {
+  // A Cluster client looks like a client (evalsha, options), and would
+  // only fail at the first lock, inside the scripts.
+  if ((config as { isCluster?: unknown } | null)?.isCluster === true) {
+    throw new RedlockConfigError(
+      `clients[${i}]`,
+      'is a Redis Cluster client, which is not supported as a node (the scripts reach keys of other slots): pass one client per independent Redis server',
+    );
+  }
+  if (config instanceof Redis || isRedisLike(config)) {
+    return new RedlockNode(config as Redis, nodeName(config as Redis), false);
+  }
+  let client: Redis;
+  if (typeof config === 'string') {
+    if (!/^rediss?:\/\//.test(config)) {
+      throw new RedlockConfigError(
+        `clients[${i}]`,
+        `must be a redis:// or rediss:// URL, got ${show(redact(config))}`,
+      );
+    }
+    client = new Redis(config, OWNED_CLIENT_DEFAULTS);
+  } else if (
+    typeof config === 'object' &&
+    config !== null &&
+    !Array.isArray(config)
+  ) {
+    client = new Redis({
+      ...OWNED_CLIENT_DEFAULTS,
+      ...(config as RedisOptions),
+    });
+  } else {
+    throw new RedlockConfigError(
+      `clients[${i}]`,
+      `must be an ioredis client, a redis:// URL or RedisOptions, got ${show(config)}`,
+    );
+  }
+  // ioredis prints unhandled 'error' events; a node being down is expected
+  // and already reported per request, so keep the console quiet.
+  client.on('error', () => undefined);
+  return new RedlockNode(client, nodeName(client), true);
+}
+
+/** An ioredis client from another copy of ioredis (duck-typed). */
+function isRedisLike(value: unknown): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Redis).evalsha === 'function' &&
+    typeof (value as Redis).options === 'object'
+  );
+}
+
+/** `host:port` (or the unix socket path, or the sentinel master name): never credentials. */
+export function nodeName(client: Redis): string {
+  const o = client.options;
+  if (o.connectionName) return o.connectionName;
+  if (o.sentinels?.length) return `sentinel:${o.name ?? 'mymaster'}`;
+  if (o.path) return o.path;
+  return `${o.host ?? 'localhost'}:${o.port ?? 6379}`;
+}
+
+function nodeIdentity(client: Redis): string {
+  const o = client.options;
+  const where = o.sentinels?.length
+    ? `sentinel:${o.name}:${o.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`
+    : (o.path ?? `${o.host ?? 'localhost'}:${o.port ?? 6379}`);
+  return `${where}/${o.db ?? 0}`;
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}

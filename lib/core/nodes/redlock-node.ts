@@ -1,0 +1,121 @@
+import type { Redis } from 'ioredis';
+import {
+  isNoScriptError,
+  runScript,
+  type LuaScript,
+} from '../scripts/lua-script.js';
+import { closeClient } from './close-client.js';
+
+/**
+ * One Redis master as the algorithm sees it: a client, a printable name
+ * (`host:port`, never credentials) and whether the library owns the client.
+ */
+export class RedlockNode {
+  constructor(
+    readonly client: Redis,
+    readonly name: string,
+    /** True when the library created the client and so must close it. */
+    readonly owned: boolean,
+  ) {}
+
+  /**
+   * When this node last answered a request of a poll, successfully or with
+   * an error reply, as a number from `answerSequence` (later answers of any
+   * node have higher numbers): a node that answers is alive, even when a
+   * burst keeps it busy past the node timeout (see `poll`). A counter rather
+   * than a clock reading, as it is written for every answer of every node.
+   */
+  lastAnswer = 0;
+
+  /** Writes of this tick: the first sent, or the socket corked for the rest. */
+  private tick?: 'first' | Redis['stream'];
+
+  /**
+   * Runs a script by SHA, sending its source only if the node answers
+   * NOSCRIPT. Requests to this node made in the same tick (many callers
+   * acquiring or releasing at once) leave in one socket write.
+   */
+  run(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    this.coalesceWrites();
+    return runScript(this.client, script, keys, args);
+  }
+
+  /**
+   * Batches the requests of one tick to this node into one socket write
+   * (ioredis writes each command at once, one system call each). The first
+   * request of a tick leaves at once, so a lone sequential request never
+   * waits; a second one in the same tick corks the socket, and the rest
+   * leave together at `nextTick`. Why not ioredis's auto-pipelining or
+   * corking every write: docs/performance.md, "Why the code is shaped this
+   * way".
+   */
+  private coalesceWrites(): void {
+    if (this.tick === undefined) {
+      this.tick = 'first';
+      endOfTick.push(this);
+      if (endOfTick.length === 1) process.nextTick(flushTick);
+      return;
+    }
+    if (this.tick !== 'first') return;
+    const stream = this.client.stream;
+    if (this.client.status !== 'ready' || !stream?.writable) return;
+    stream.cork();
+    this.tick = stream;
+  }
+
+  /** @internal Ends this node's tick: sends what was corked. */
+  endTick(): void {
+    if (this.tick !== 'first') this.tick?.uncork();
+    this.tick = undefined;
+  }
+
+  /**
+   * Runs a script once per call, all calls in one pipeline (one write, one
+   * round trip). Calls answered NOSCRIPT go again by SHA in a second
+   * pipeline that loads the source first: the source crosses once, not
+   * once per call (a watchdog tick with thousands of locks makes several).
+   * Resolves with each call's reply, or its error.
+   */
+  async runPipeline(
+    script: LuaScript,
+    calls: readonly {
+      keys: readonly string[];
+      args: readonly (string | number)[];
+    }[],
+  ): Promise<unknown[]> {
+    const pipeline = this.client.pipeline();
+    for (const { keys, args } of calls)
+      pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
+    const results = (await pipeline.exec()) ?? [];
+    const missing = results
+      .map(([error], i) => (isNoScriptError(error) ? i : -1))
+      .filter((i) => i >= 0);
+    if (missing.length) {
+      // A pipeline runs in order on one connection: loaded before use.
+      const again = this.client.pipeline().script('LOAD', script.source);
+      for (const i of missing) {
+        const { keys, args } = calls[i];
+        again.evalsha(script.sha, keys.length, ...keys, ...args);
+      }
+      const [load, ...retried] = (await again.exec()) ?? [];
+      // A load that failed says more than the NOSCRIPT that follows it.
+      missing.forEach((i, j) => (results[i] = load?.[0] ? load : retried[j]));
+    }
+    return results.map(([error, reply]) => error ?? reply);
+  }
+
+  /** Closes the client if the library owns it; borrowed clients are left to their owner. */
+  async close(): Promise<void> {
+    if (this.owned) await closeClient(this.client);
+  }
+}
+
+/** Nodes that sent a request this tick (one `nextTick` ends the tick for all). */
+const endOfTick: RedlockNode[] = [];
+function flushTick(): void {
+  for (const node of endOfTick.splice(0)) node.endTick();
+}

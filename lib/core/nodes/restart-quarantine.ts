@@ -1,0 +1,118 @@
+import type { Clock } from '../util/clock.js';
+import type { RedlockLogger } from '../config/options.js';
+import type { RedlockNode } from './redlock-node.js';
+
+/** What the quarantine knows of one node. */
+interface NodeState {
+  /** Its uptime was read since it last connected. */
+  checked: boolean;
+  /** Until when (clock ms) its grants do not count. */
+  until: number;
+  readonly onReady: () => void;
+  readonly onClose: () => void;
+}
+
+/**
+ * "Delayed restart", kept by the client: a node that restarted
+ * without persistence has lost the keys it held, and could grant a lock that
+ * another client still holds through it. So a node's grants count toward a
+ * quorum only once it has been up for `quarantineMs` (set it to the longest
+ * lease any client uses): on every connection (first contact, reconnect
+ * after a restart) the node's uptime is read (`INFO server`), and a node
+ * younger than that is quarantined for the rest. Until its uptime is read,
+ * a node's grants do not count either. Its requests still run (so its keys
+ * are in place when it counts again) and failed attempts take back what it
+ * granted. Extensions still count it: a node that restarted empty has lost
+ * the key and refuses them, and one that kept it (persistence) extends a
+ * lock it really holds.
+ *
+ * It sees restarts, not a failover to a replica that missed the latest
+ * writes, nor data flushed by hand: Redlock's nodes are independent masters.
+ * With `quarantineMs` 0 it does nothing and costs nothing.
+ */
+export class RestartQuarantine {
+  private readonly states: NodeState[] = [];
+  /** Called after each uptime check (`Redlock.ready()` waits on them). */
+  readonly checkedListeners = new Set<() => void>();
+
+  constructor(
+    private readonly nodes: readonly RedlockNode[],
+    private readonly quarantineMs: number,
+    private readonly clock: Clock,
+    private readonly logger: RedlockLogger,
+  ) {
+    if (quarantineMs <= 0) return;
+    nodes.forEach((node, i) => {
+      const state: NodeState = {
+        checked: false,
+        until: 0,
+        onReady: () => void this.check(i),
+        onClose: () => {
+          state.checked = false;
+        },
+      };
+      this.states.push(state);
+      node.client.on('ready', state.onReady);
+      node.client.on('close', state.onClose);
+      // A borrowed client connected already says 'ready' no more.
+      if (node.client.status === 'ready') void this.check(i);
+    });
+  }
+
+  /** Whether node `i`'s grants count toward a quorum now. */
+  counts(i: number): boolean {
+    const state = this.states[i];
+    return !state || (state.checked && this.clock.now() >= state.until);
+  }
+
+  /** How a grant of node `i` votes: `granted`, or `quarantined` when it does not count. */
+  grant(i: number): 'granted' | 'quarantined' {
+    return this.counts(i) ? 'granted' : 'quarantined';
+  }
+
+  /** Whether node `i`'s uptime was read since it last connected (always true when off). */
+  checked(i: number): boolean {
+    return this.states[i]?.checked ?? true;
+  }
+
+  /** Stops listening to the clients. */
+  close(): void {
+    this.states.forEach((state, i) => {
+      this.nodes[i].client.off('ready', state.onReady);
+      this.nodes[i].client.off('close', state.onClose);
+    });
+    this.checkedListeners.clear();
+  }
+
+  private async check(i: number): Promise<void> {
+    const node = this.nodes[i];
+    let info: string;
+    try {
+      info = await node.client.info('server');
+    } catch (error) {
+      // Checked again at the next connection; until then it does not count.
+      this.logger.warn(
+        `Could not read the uptime of Redis node ${node.name} (${(error as Error).message}): its grants do not count until it can be read`,
+      );
+      return;
+    }
+    const state = this.states[i];
+    // Whole seconds, rounded down: the node may be up to 1 s older, so the
+    // rest of the quarantine is never underestimated.
+    const uptimeMs = 1000 * Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1]);
+    if (!Number.isFinite(uptimeMs)) {
+      this.logger.warn(
+        `Redis node ${node.name} reports no uptime_in_seconds: its grants do not count`,
+      );
+      return;
+    }
+    const rest = this.quarantineMs - uptimeMs;
+    state.until = this.clock.now() + Math.max(0, rest);
+    state.checked = true;
+    if (rest > 0)
+      this.logger.warn(
+        `Redis node ${node.name} started ${uptimeMs / 1000} s ago: its grants do not count for another ${Math.ceil(rest)} ms (restartQuarantine)`,
+      );
+    for (const listener of this.checkedListeners) listener();
+  }
+}

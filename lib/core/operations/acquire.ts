@@ -1,0 +1,211 @@
+import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error.js';
+import { checkSignalOption } from '../config/call-options.js';
+import type { AcquireOptions } from '../config/options.js';
+import { callFencing, callTiming } from '../config/resolve.js';
+import { normalizeResources } from '../config/resources.js';
+import { queueLife, type ResolvedTiming } from '../config/timing.js';
+import type { RedlockContext } from '../context.js';
+import { lineOf } from '../handoff/line.js';
+import { Lock } from '../lock.js';
+import { randomValue } from '../util/lock-value.js';
+import type { QueuePlace } from '../waiting/queue-place.js';
+import { attempt, notAcquired } from './attempt.js';
+import { awaitTurn, transferred, type Waiter } from './await-turn.js';
+import { sendRelease } from './send-release.js';
+import { closedError, stopReason } from './stop.js';
+
+/** What one acquire call asks for, its options resolved. */
+export interface AcquireCall {
+  readonly resources: string[];
+  readonly keys: string[];
+  readonly timing: ResolvedTiming;
+  readonly fencing: boolean;
+  readonly signal: AbortSignal | undefined;
+  /** The local line its callers of this process wait in. */
+  readonly line: string;
+}
+
+/** Validates and resolves the arguments of `acquire()` / `tryAcquire()`. */
+export function resolveCall(
+  ctx: RedlockContext,
+  resources: string | string[],
+  options: AcquireOptions | undefined,
+): AcquireCall {
+  const names = normalizeResources(resources);
+  const timing = callTiming(ctx.config, options);
+  const keyPrefix = ctx.config.keyPrefix;
+  const keys = names.map((r) => keyPrefix + r);
+  const fencing = callFencing(ctx.config, options);
+  const signal = checkSignalOption(options?.signal);
+  return {
+    resources: names,
+    keys,
+    timing,
+    fencing,
+    signal,
+    line: lineOf(keys, fencing),
+  };
+}
+
+/** See `Redlock.acquire`. */
+export async function acquire(
+  ctx: RedlockContext,
+  resources: string | string[],
+  options?: AcquireOptions,
+): Promise<Lock> {
+  const call = resolveCall(ctx, resources, options);
+  const { timing, signal, line } = call;
+  const stop = stopReason(ctx, call.resources, 0, signal);
+  if (stop !== undefined) throw stop;
+  const giveUpAt = ctx.clock.now() + timing.waitTimeout;
+  // Callers of this process for the same resources take turns: only the
+  // one whose turn it is talks to Redis.
+  const queuedLocally = ctx.localQueue.isBusy(line);
+  const turn = await ctx.localQueue.enter(
+    line,
+    Math.ceil(timing.ttl),
+    timing.waitTimeout,
+    signal,
+  );
+  if (turn instanceof Lock) {
+    // The previous holder in this process handed its lease over.
+    ctx.localQueue.hold(line, turn);
+    count(ctx, true);
+    return turn;
+  }
+  if (!turn) {
+    if (ctx.closed) throw closedError(call.resources, 0);
+    const holder = ctx.localQueue.holderOf(line);
+    throw new LockNotAcquiredError(
+      call.resources,
+      0,
+      'busy',
+      [],
+      holder?.remaining() || timing.retryDelay,
+    );
+  }
+  let lock: Lock | undefined;
+  const inTurn = acquireInTurn(ctx, call, giveUpAt);
+  ctx.active.set(inTurn, timing.nodeTimeout);
+  try {
+    lock = await inTurn;
+    count(ctx, queuedLocally || lock.waited);
+    return lock;
+  } finally {
+    ctx.active.delete(inTurn);
+    if (lock) ctx.localQueue.hold(line, lock);
+    else ctx.localQueue.leave(line);
+  }
+}
+
+/** The acquire of the caller whose turn it is in this process: attempts and waits. */
+async function acquireInTurn(
+  ctx: RedlockContext,
+  call: AcquireCall,
+  giveUpAt: number,
+): Promise<Lock> {
+  const { resources, keys, timing, fencing, signal, line } = call;
+  // Only waiters that listen for release messages take a place in the
+  // nodes' queues: a polling waiter named head would be told in vain.
+  // A release may give the key outright only to a single-resource lock
+  // without fencing (lease > 0 in its name, see transferred()).
+  const waits =
+    timing.waitTimeout > 0 && ctx.waitStrategy.listensForReleases === true;
+  const lease = keys.length === 1 && !fencing ? Math.ceil(timing.ttl) : 0;
+  // A place the release of our previous lock took for us (see the release
+  // script): adopt it instead of asking to be queued.
+  const reserved =
+    waits && lease > 0 ? ctx.reservations.take(line, lease) : undefined;
+  const value = reserved?.value ?? randomValue();
+  const queue: QueuePlace | undefined = waits
+    ? {
+        life: queueLife(timing),
+        arrival: reserved?.arrival ?? Date.now(),
+        name: reserved?.name ?? ctx.releases.member(value, lease),
+        answeredAt: reserved ? ctx.nodes.map(() => reserved.sentAt) : [],
+      }
+    : undefined;
+  const waiter: Waiter = { resources, keys, value, timing, queue };
+  let attempts = 0;
+  let takeBack = false;
+  // A key given to us while an attempt is still out is heard all the
+  // same, once this instance listens (its first wait subscribes).
+  let stopExpecting = queue && ctx.releases.expect(keys, value);
+  try {
+    if (reserved && queue && reserved.placed >= ctx.quorum) {
+      // quit() or an abort in the turn between acquire()'s own check
+      // and here: no lock from the adopted place (the clean-up below
+      // gives it back). Attempts and waits check for themselves.
+      const stop = stopReason(ctx, resources, attempts, signal);
+      if (stop !== undefined) throw stop;
+      // Queued on a quorum: the key went to the waiter before us there, so
+      // an attempt could only be refused. Wait for our turn.
+      const lock = reserved.heard
+        ? transferred(ctx, waiter, ctx.releases.takeGiven(value))
+        : await awaitTurn(ctx, waiter, {
+            attempt: attempts,
+            remaining: giveUpAt - ctx.clock.now(),
+            signal,
+          });
+      if (lock) return lock;
+      stopExpecting ??= ctx.releases.expect(keys, value);
+    }
+    for (;;) {
+      const stop = stopReason(ctx, resources, attempts, signal);
+      if (stop !== undefined) throw stop;
+      attempts++;
+      const result = await attempt(
+        ctx,
+        resources,
+        keys,
+        value,
+        timing,
+        fencing,
+        queue,
+      );
+      if (result.lock) {
+        // Granted while quit() ran (a lock now could not even be
+        // released) or after the caller gave up: the clean-up below
+        // takes the keys back.
+        const stop = stopReason(ctx, resources, attempts, signal);
+        if (stop !== undefined) {
+          takeBack = true;
+          throw stop;
+        }
+        result.lock.waited = attempts > 1 || reserved !== undefined;
+        // A place reserved on no node: nobody was queued at the release.
+        result.lock.waitedInRedis = attempts > 1 || !!reserved?.placed;
+        return result.lock;
+      }
+      const remaining = giveUpAt - ctx.clock.now();
+      if (remaining <= 0) throw notAcquired(ctx, resources, attempts, result);
+      ctx.stats.retries++;
+      const lock = await awaitTurn(ctx, waiter, {
+        attempt: attempts,
+        remaining,
+        holderTtl: result.holderTtl,
+        signal,
+      });
+      if (lock) return lock;
+      if (queue) stopExpecting ??= ctx.releases.expect(keys, value);
+    }
+  } catch (error) {
+    // Gave up (timeout, abort, outage, quit()): leave the nodes' wait
+    // queues, or releases would give keys to a waiter that is gone (and
+    // take back keys given to us meanwhile).
+    if ((queue !== undefined && (attempts > 0 || reserved)) || takeBack)
+      await sendRelease(ctx, ctx.nodes, keys, value, timing.nodeTimeout, {
+        name: queue?.name,
+        leave: true,
+      });
+    throw error;
+  } finally {
+    stopExpecting?.();
+  }
+}
+
+/** Counts an acquired lock in `Redlock.stats`. */
+export function count(ctx: RedlockContext, waited: boolean): void {
+  ctx.stats.acquired++;
+  if (waited) ctx.stats.waited++;
+}

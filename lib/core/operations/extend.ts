@@ -1,0 +1,142 @@
+import { LockExtendError } from '../../errors/lock-extend.error.js';
+import { callTiming } from '../config/resolve.js';
+import { leaseDeadline } from '../config/timing.js';
+import type { RedlockContext } from '../context.js';
+import type { Lock } from '../lock.js';
+import { poll } from '../nodes/poll.js';
+import { countGranted } from '../nodes/quorum.js';
+import {
+  EXTEND_MANY_SCRIPT,
+  extendManyArgs,
+  EXTEND_SCRIPT,
+} from '../scripts/index.js';
+import { withTimeout } from '../util/timeout.js';
+
+/** Locks per extend-many script call (a pipeline per node carries all calls of a tick). */
+const EXTEND_CHUNK = 500;
+
+/** See `Lock.extend`: the lease set again on every node that holds our value. */
+export async function extendLock(
+  ctx: RedlockContext,
+  lock: Lock,
+  ttl: number | undefined,
+): Promise<void> {
+  const timing = callTiming(ctx.config, {
+    ttl: ttl === undefined ? lock.ttl : ttl,
+  });
+  const start = ctx.clock.now();
+  const ballots = await poll(
+    ctx.nodes,
+    (node) =>
+      node.run(EXTEND_SCRIPT, lock.keys, [lock.value, Math.ceil(timing.ttl)]),
+    (reply) => (reply === 1 ? 'granted' : 'busy'),
+    timing.nodeTimeout,
+    ctx.decided,
+    { limitMs: timing.ttl - timing.drift },
+  );
+  const failure = settleExtension(
+    ctx,
+    lock,
+    countGranted(ballots),
+    start,
+    timing.ttl,
+    ctx.clock.now(),
+  );
+  if (failure) throw new LockExtendError(lock.resources, failure, ballots);
+  ctx.keepAlive.rescheduled(lock);
+}
+
+/**
+ * Applies the outcome of an extension sent at `start` with lease `ttl`:
+ * with a quorum and validity left at `now`, the lock gets its new
+ * deadline; otherwise it is lost (its signal aborts) and taken back from
+ * the nodes that still hold it. Returns why it failed, if it did.
+ */
+function settleExtension(
+  ctx: RedlockContext,
+  lock: Lock,
+  votes: number,
+  start: number,
+  ttl: number,
+  now: number,
+): string | undefined {
+  const deadline = leaseDeadline(start, ttl, ctx.config.driftFactor);
+  if (votes >= ctx.quorum && deadline > now) {
+    lock.ttl = ttl;
+    lock.deadline = deadline;
+    return undefined;
+  }
+  const reason =
+    votes >= ctx.quorum
+      ? 'the quorum answered after the new validity ran out'
+      : `only ${votes} of ${ctx.quorum} needed nodes still held the lock`;
+  lock.markLost(`extension failed: ${reason}`);
+  void lock.release();
+  return reason;
+}
+
+/**
+ * The batched watchdog's extension: every lock by its own lease, in one
+ * pipeline per node (extend-many script calls of up to EXTEND_CHUNK locks
+ * each), quorum and validity counted per lock as in `extendLock`. Locks
+ * that fail are marked lost and released.
+ */
+export async function extendMany(
+  ctx: RedlockContext,
+  all: readonly Lock[],
+): Promise<void> {
+  const now = ctx.clock.now();
+  const locks: Lock[] = [];
+  for (const lock of all) {
+    if (lock.isReleased || lock.isLost) continue;
+    if (now >= lock.deadline)
+      lock.markLost(
+        'its validity ran out before the extension (was the process paused?)',
+      );
+    else locks.push(lock);
+  }
+  if (!locks.length) return;
+  // Each lock's lease as sent, to settle with: an extension by hand that
+  // settles meanwhile changes lock.ttl, not what these requests set.
+  const leases = locks.map((lock) => lock.ttl);
+  const chunks: { keys: string[]; args: (string | number)[] }[] = [];
+  for (let i = 0; i < locks.length; i += EXTEND_CHUNK)
+    chunks.push(
+      extendManyArgs(
+        locks.slice(i, i + EXTEND_CHUNK),
+        leases.slice(i, i + EXTEND_CHUNK).map(Math.ceil),
+      ),
+    );
+  const start = ctx.clock.now();
+  // A big batch takes the node a little longer (1 ms per 100 locks), and
+  // a late answer still counts while the validity lasts: wait up to half
+  // the shortest validity left, at least the node timeout.
+  let shortest = Infinity;
+  for (const lock of locks)
+    shortest = Math.min(shortest, lock.deadline - start);
+  const timeout = Math.max(
+    ctx.config.timing.nodeTimeout + locks.length / 100,
+    shortest / 2,
+  );
+  const votes = new Uint16Array(locks.length);
+  await Promise.all(
+    ctx.nodes.map(async (node) => {
+      const replies = await withTimeout(
+        node.runPipeline(EXTEND_MANY_SCRIPT, chunks),
+        timeout,
+      ).catch(() => undefined);
+      if (!replies) return;
+      replies.forEach((reply, c) => {
+        if (!Array.isArray(reply)) return;
+        reply.forEach((ok, j) => {
+          if (ok === 1) votes[c * EXTEND_CHUNK + j]++;
+        });
+      });
+    }),
+  );
+  const end = ctx.clock.now();
+  locks.forEach((lock, i) => {
+    if (!lock.isReleased)
+      settleExtension(ctx, lock, votes[i], start, leases[i], end);
+  });
+}

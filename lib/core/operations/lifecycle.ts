@@ -1,0 +1,195 @@
+import { HEALTH_TIMEOUT_MS } from '../config/defaults.js';
+import type { RedlockOptions } from '../config/options.js';
+import { resolveRedlockConfig } from '../config/resolve.js';
+import type { RedlockContext } from '../context.js';
+import { LocalQueue } from '../handoff/local-queue.js';
+import type { LockOperations } from '../lock.js';
+import {
+  closeNodes,
+  connectOwned,
+  createNodes,
+} from '../nodes/create-nodes.js';
+import { checkHealth, type RedlockHealth } from '../nodes/health.js';
+import { BUSY_WAIT_LIMIT } from '../nodes/poll.js';
+import { quorumDecided } from '../nodes/quorum.js';
+import { RestartQuarantine } from '../nodes/restart-quarantine.js';
+import { monotonicClock } from '../util/clock.js';
+import { deadlines } from '../util/deadline-timer.js';
+import { requireNonNegative, requirePositive } from '../util/validate.js';
+import { ReleaseListener } from '../waiting/release-listener.js';
+import { Reservations } from '../waiting/reservations.js';
+import { WakeOnRelease } from '../waiting/wake-on-release.js';
+import { KeepAlive } from '../watchdog/keep-alive.js';
+import { extendMany } from './extend.js';
+import { sendRelease } from './send-release.js';
+
+/** The most polls one acquire makes after its last wait (see `quit`). */
+const POLLS_PER_CALL = 4;
+
+/**
+ * Validates `options` and builds an instance's context: its nodes (clients
+ * the library creates connect now, unless `lazyConnect`), the release
+ * listener, the watchdog and the in-process queue. `lockOps` is what its
+ * locks call back.
+ */
+export function openContext(
+  options: RedlockOptions,
+  lockOps: LockOperations,
+): RedlockContext {
+  const config = resolveRedlockConfig(options);
+  const clock = options.clock ?? monotonicClock;
+  const logger = options.logger ?? console;
+  const nodes = createNodes(options.clients);
+  const { quorum, timing } = config;
+  const quarantine = new RestartQuarantine(
+    nodes,
+    config.restartQuarantine,
+    clock,
+    logger,
+  );
+  if (!config.lazyConnect) connectOwned(nodes);
+  const releases = new ReleaseListener(nodes, config.metaPrefix, quorum);
+  const ctx: RedlockContext = {
+    config,
+    nodes,
+    quorum,
+    decided: quorumDecided(quorum),
+    clock,
+    logger,
+    waitStrategy: options.waitStrategy ?? new WakeOnRelease(releases),
+    localQueue: new LocalQueue(),
+    releases,
+    keepAlive: new KeepAlive({
+      now: () => clock.now(),
+      extendMany: (locks) => extendMany(ctx, locks),
+    }),
+    // An abandoned reservation leaves the queues of the nodes that may hold it.
+    reservations: new Reservations(releases, (r) =>
+      sendRelease(
+        ctx,
+        nodes.filter((_, i) => r.maybe[i]),
+        r.keys,
+        r.value,
+        timing.nodeTimeout,
+        { name: r.name, leave: true },
+      ),
+    ),
+    quarantine,
+    stats: { acquired: 0, waited: 0, retries: 0 },
+    lockOps,
+    closed: false,
+    readyWaits: new Set(),
+    active: new Map(),
+    deferred: new Set(),
+  };
+  if (nodes.length % 2 === 0) {
+    logger.warn(
+      `Redlock configured with an even number of nodes (${nodes.length}): it tolerates no more failures than ${nodes.length - 1} nodes would`,
+    );
+  }
+  return ctx;
+}
+
+/** See `Redlock.ready`. */
+export function ready(ctx: RedlockContext, timeoutMs = 5000): Promise<boolean> {
+  requireNonNegative('timeoutMs', timeoutMs);
+  const { nodes, quarantine } = ctx;
+  // With a restart quarantine, a node is ready once its uptime is read.
+  const connected = () =>
+    !ctx.closed &&
+    nodes.filter((n, i) => n.client.status === 'ready' && quarantine.checked(i))
+      .length >= ctx.quorum;
+  if (ctx.closed) return Promise.resolve(false);
+  connectOwned(nodes);
+  if (connected()) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      for (const node of nodes) node.client.off('ready', check);
+      quarantine.checkedListeners.delete(check);
+      ctx.readyWaits.delete(done);
+      resolve(connected());
+    };
+    const check = () => {
+      if (connected()) done();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    for (const node of nodes) node.client.on('ready', check);
+    quarantine.checkedListeners.add(check);
+    ctx.readyWaits.add(done);
+  });
+}
+
+/** See `Redlock.health`. */
+export function health(
+  ctx: RedlockContext,
+  timeoutMs: number = HEALTH_TIMEOUT_MS,
+): Promise<RedlockHealth> {
+  requirePositive('timeoutMs', timeoutMs);
+  if (ctx.closed)
+    return Promise.resolve({
+      healthy: false,
+      up: 0,
+      quorum: ctx.quorum,
+      nodes: ctx.nodes.map((n) => ({
+        node: n.name,
+        up: false,
+        error: 'closed',
+      })),
+    });
+  return checkHealth(ctx.nodes, ctx.quorum, timeoutMs, (i) =>
+    ctx.quarantine.counts(i),
+  );
+}
+
+/** See `Redlock.quit`. */
+export async function quit(ctx: RedlockContext): Promise<void> {
+  ctx.closed = true;
+  for (const done of [...ctx.readyWaits]) done();
+  ctx.keepAlive.stop();
+  // Acquires give up and leave the nodes' queues while the connections
+  // are still open: a place left behind could still be given a key, held
+  // for its whole lease by a process that is gone. Waiters are woken; an
+  // attempt in flight ends, and takes back what it was granted, before
+  // the connections close (a polling waiter, not woken, gives up at its
+  // next attempt).
+  ctx.localQueue.closeAll();
+  ctx.releases.wakeAll();
+  await settleActive(ctx);
+  // closeAll() sent the releases held back for an adopter; a renewal
+  // for a caller closeAll() turned away ends in a release.
+  await Promise.allSettled([...ctx.deferred]);
+  // Queue places left for an acquire that will not come now.
+  await ctx.reservations.close();
+  await ctx.releases.close();
+  ctx.quarantine.close();
+  await closeNodes(ctx.nodes);
+  // The polls' shared timer may still be armed for a deadline gone by.
+  deadlines.unrefWhenIdle();
+}
+
+/**
+ * Waits for the acquires in flight, bounded all the same: an attempt and
+ * its clean-up are at most POLLS_PER_CALL polls (the attempt, its fencing
+ * round, its take-back, and the release that leaves the queues), each of
+ * at most BUSY_WAIT_LIMIT node timeouts (nodes busy with a burst); with
+ * nodes down or hung, a few node timeouts in all.
+ */
+async function settleActive(ctx: RedlockContext): Promise<void> {
+  // A loop, not Math.max(...): a burst may have more calls in flight
+  // than a call may take arguments.
+  let slowest = 0;
+  for (const nodeTimeout of ctx.active.values())
+    slowest = Math.max(slowest, nodeTimeout);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled([...ctx.active.keys()]),
+    new Promise((resolve) => {
+      timer = setTimeout(
+        resolve,
+        POLLS_PER_CALL * BUSY_WAIT_LIMIT * slowest + 50,
+      );
+    }),
+  ]);
+  clearTimeout(timer);
+}

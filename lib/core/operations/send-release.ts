@@ -1,0 +1,58 @@
+import type { RedlockContext } from '../context.js';
+import { poll, type Ballot, type Tally } from '../nodes/poll.js';
+import type { RedlockNode } from '../nodes/redlock-node.js';
+import { queueLife } from '../config/timing.js';
+import {
+  packPlace,
+  RELEASE_SCRIPT,
+  releaseArgs,
+  releaseReply,
+} from '../scripts/index.js';
+import type { Reservation } from '../waiting/reservations.js';
+
+/** How a release is sent (see {@link sendRelease}). */
+export interface SendReleaseOptions {
+  /** The caller's name in the wait queues, if it waited in them. */
+  readonly name?: string;
+  /** The caller is done: it leaves the nodes' wait queues. */
+  readonly leave: boolean;
+  /** Settles the poll early (a quorum confirmed); by default every node is heard. */
+  readonly decided?: (tally: Tally) => boolean;
+  /** See `PollOptions.limitMs`. */
+  readonly limitMs?: number;
+  /** A place to queue in the caller's stead when the key goes on (see `reserveFor`). */
+  readonly reserve?: Reservation;
+}
+
+const never = () => false;
+
+/**
+ * Deletes a lock's keys where they still hold `value`. `leave`: the caller
+ * is done, so it leaves the nodes' wait queues; a failed attempt that will
+ * try again keeps its place.
+ */
+export function sendRelease(
+  ctx: RedlockContext,
+  nodes: readonly RedlockNode[],
+  keys: readonly string[],
+  value: string,
+  timeout: number,
+  { name, leave, decided = never, reserve, limitMs }: SendReleaseOptions,
+): Promise<Ballot[]> {
+  const args = releaseArgs(
+    value,
+    ctx.config.metaPrefix,
+    name,
+    leave,
+    reserve &&
+      packPlace(queueLife(ctx.config.timing), reserve.arrival, reserve.name),
+  );
+  return poll(
+    nodes,
+    (node) => node.run(RELEASE_SCRIPT, keys, args),
+    (reply) => (releaseReply(reply).deleted > 0 ? 'granted' : 'busy'),
+    timeout,
+    decided,
+    { limitMs },
+  );
+}

@@ -1,0 +1,272 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { closeClient, DROP_AT_ONCE } from '../nodes/close-client.js';
+import type { RedlockNode } from '../nodes/redlock-node.js';
+import { bitCount, nodeBit } from '../util/node-mask.js';
+
+/** One waiting acquire, as the listener sees it. */
+interface Listening {
+  /** The waiter's lock value (the release message may name it). */
+  readonly value: string | undefined;
+  /** The current wait's callback; none between the waits of an expected value (see `expect`). */
+  wake?: () => void;
+  /** Nodes that announced a release to this waiter (bit i: node i). */
+  heard: number;
+  /** Wakes the waiter a little after the first announcement (see `deliver`). */
+  timer?: NodeJS.Timeout;
+}
+
+/**
+ * After the first node's announcement, how long to wait for a quorum of
+ * them before trying anyway (a node may name another waiter, or be down).
+ */
+const QUORUM_GRACE_MS = 5;
+
+/**
+ * Hears release announcements (see the release script) and wakes the
+ * waiters they name. One subscriber connection per node, created on the
+ * first wait (a `duplicate()` of the node's client, owned and closed here)
+ * and shared by every waiter of the `Redlock` instance; one channel, no
+ * per-resource subscription: `<metaPrefix>w:<id>` carries
+ * `<key>\n<value>\n<1|0>` for the waiter of this instance that has waited
+ * longest on that node: `1` when the node gave it the key outright (noted
+ * for `takeGiven`), `0` when it should ask.
+ *
+ * Only the named waiter wakes, in its process alone: the waiters of many
+ * processes don't all rush the nodes at once, and the other processes are
+ * not even woken up to read the message. Per-key state lives only while
+ * someone waits.
+ */
+export class ReleaseListener {
+  private readonly waiting = new Map<string, Set<Listening>>();
+  /** Entries of acquires that expect announcements between their waits (see `expect`). */
+  private readonly expected = new Map<string, Listening>();
+  /** Keys given outright to a listening waiter, by its value (see `takeGiven`). */
+  private readonly given = new Map<string, number>();
+  private subscribers?: Redis[];
+  private closed = false;
+  /** Release messages that woke a waiter (tests and the bench read it). */
+  wakeups = 0;
+
+  /** This instance's name in the nodes' wait queues. */
+  readonly id = randomBytes(9).toString('base64url');
+  /** The channel the nodes announce releases to this instance on. */
+  readonly channel: string;
+
+  constructor(
+    private readonly nodes: readonly RedlockNode[],
+    metaPrefix: string,
+    /** Announcements that make a waiter try at once: the nodes release one by one. */
+    private readonly quorum: number,
+  ) {
+    this.channel = `${metaPrefix}w:${this.id}`;
+  }
+
+  /**
+   * How `value`'s waiter is named in the nodes' wait queues; `lease` above
+   * 0 lets a release give it the key outright (see WAIT_QUEUE_LUA).
+   */
+  member(value: string, lease: number): string {
+    return `${this.id} ${value} ${lease}`;
+  }
+
+  /**
+   * The nodes (bit i: node i) whose release gave `value`'s waiter the key
+   * while it listened, since the last call; forgets them.
+   */
+  takeGiven(value: string): number {
+    const given = this.given.get(value) ?? 0;
+    this.given.delete(value);
+    return given;
+  }
+
+  /**
+   * Calls `wake` when a release of any of `keys` names `value`. Returns the function that stops listening; call it once woken too.
+   * For a value under `expect`, announcements heard since the last wait
+   * count: a quorum of them wakes at once.
+   */
+  listen(
+    keys: readonly string[],
+    value: string | undefined,
+    wake: () => void,
+  ): () => void {
+    this.subscribe();
+    const expected = value === undefined ? undefined : this.expected.get(value);
+    if (expected) return this.attach(expected, wake);
+    const entry: Listening = { value, wake, heard: 0 };
+    this.add(keys, entry);
+    return () => {
+      clearTimeout(entry.timer);
+      this.remove(keys, entry);
+    };
+  }
+
+  /**
+   * Records the announcements naming `value` from now on, also while no
+   * wait listens: a refused attempt may still be out (its clean-up waits
+   * for a slow node for up to the node timeout) when a release gives the
+   * key to it, and the message would be lost before its wait starts
+   * (the waiter would sleep until its fallback retry). The next `listen`
+   * for `value` starts from what was heard. Only once this instance
+   * listens at all (its first wait subscribes): before, nothing can be
+   * heard: it returns `undefined`, and the caller asks again after its
+   * first wait. Returns the function that stops, and forgets the value's
+   * notes.
+   */
+  expect(keys: readonly string[], value: string): (() => void) | undefined {
+    if (!this.subscribers) return undefined;
+    if (this.expected.has(value)) return () => {};
+    const entry: Listening = { value, heard: 0 };
+    this.expected.set(value, entry);
+    this.add(keys, entry);
+    return () => {
+      clearTimeout(entry.timer);
+      this.remove(keys, entry);
+      this.expected.delete(value);
+      this.given.delete(value);
+    };
+  }
+
+  /** A wait on an expected value: wakes at once if a quorum was heard already. */
+  private attach(entry: Listening, wake: () => void): () => void {
+    entry.wake = wake;
+    const heard = bitCount(entry.heard);
+    if (heard >= this.quorum) queueMicrotask(() => this.fire(entry));
+    else if (heard > 0) this.startGrace(entry);
+    return () => {
+      clearTimeout(entry.timer);
+      entry.timer = undefined;
+      entry.wake = undefined;
+      // What woke this wait is spent; the next one starts afresh.
+      entry.heard = 0;
+    };
+  }
+
+  private add(keys: readonly string[], entry: Listening): void {
+    for (const key of keys) {
+      let set = this.waiting.get(key);
+      if (!set) this.waiting.set(key, (set = new Set()));
+      set.add(entry);
+    }
+  }
+
+  private remove(keys: readonly string[], entry: Listening): void {
+    for (const key of keys) {
+      const set = this.waiting.get(key);
+      if (!set) continue;
+      set.delete(entry);
+      if (set.size === 0) this.waiting.delete(key);
+    }
+  }
+
+  /** @internal Keys with a waiter listening, unread notes of keys given, and acquires expecting announcements (0 when nobody waits). */
+  get size(): number {
+    return this.waiting.size + this.given.size + this.expected.size;
+  }
+
+  /** Closes the subscriber connections. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const subscribers = this.subscribers ?? [];
+    this.subscribers = undefined;
+    await Promise.all(subscribers.map((s) => closeClient(s)));
+  }
+
+  private subscribe(): void {
+    if (this.subscribers || this.closed) return;
+    let live = 0;
+    this.subscribers = this.nodes.map((node, index) => {
+      // ioredis reconnects (unless a borrowed client's retryStrategy gives
+      // up); we subscribe again ourselves on 'ready' (below), and a
+      // waiter's fallback timer covers the messages missed meanwhile.
+      const sub = node.client.duplicate({
+        lazyConnect: false,
+        maxRetriesPerRequest: null,
+        enableAutoPipelining: false,
+        // SUBSCRIBE leaves while the connection is still being made: a
+        // borrowed client without an offline queue would have it refused,
+        // and no waiter would ever be woken.
+        enableOfflineQueue: true,
+        // ioredis's own re-subscription leaves its promise unhandled: a
+        // connection closed for good while that SUBSCRIBE is out (quit()
+        // dropping a subscriber whose node hangs, or a borrowed client's
+        // retryStrategy giving up) would be an unhandled rejection, fatal
+        // to the user's process by Node's default. We subscribe again
+        // ourselves, below.
+        autoResubscribe: false,
+        ...DROP_AT_ONCE,
+      });
+      sub.on('error', () => undefined);
+      sub.on('message', (_channel: string, message: string) =>
+        this.deliver(message, index),
+      );
+      // Releases published before the subscription was live, or while it
+      // was reconnecting, are lost: let everyone waiting try again, once a
+      // quorum of nodes can be heard (one wake-up, not one per node; a
+      // waiter that missed a later node's message tries by its grace timer).
+      sub.subscribe(this.channel).then(
+        () => {
+          if (++live === this.quorum) this.wakeAll();
+        },
+        () => undefined,
+      );
+      let connected = false;
+      sub.on('ready', () => {
+        // Reconnected: listen again, then let every waiter try (releases
+        // published while the connection was down were lost).
+        if (connected)
+          sub.subscribe(this.channel).then(
+            () => this.wakeAll(),
+            () => undefined,
+          );
+        connected = true;
+      });
+      return sub;
+    });
+  }
+
+  /**
+   * A release reaches the nodes one by one: a waiter woken by the first
+   * announcement would find the others still held, fail, and clean up. So
+   * it wakes once a quorum of nodes announced, or QUORUM_GRACE_MS after the
+   * first.
+   */
+  private deliver(message: string, node: number): void {
+    // `<key>\n<value>\n<1 given | 0 told>`; the key may hold newlines.
+    const flag = message.lastIndexOf('\n');
+    const cut = message.lastIndexOf('\n', flag - 1);
+    const key = message.slice(0, cut);
+    const head = message.slice(cut + 1, flag);
+    const set = this.waiting.get(key);
+    if (!set) return;
+    for (const entry of set) {
+      if (entry.value === head) {
+        const bit = nodeBit(node);
+        if (message.endsWith('1'))
+          this.given.set(head, (this.given.get(head) ?? 0) | bit);
+        entry.heard |= bit;
+        // Between the waits of an expected value: noted for the next one.
+        if (!entry.wake) return;
+        if (bitCount(entry.heard) >= this.quorum) this.fire(entry);
+        else this.startGrace(entry);
+        return;
+      }
+    }
+  }
+
+  private fire(entry: Listening): void {
+    if (!entry.wake) return;
+    this.wakeups++;
+    entry.wake();
+  }
+
+  private startGrace(entry: Listening): void {
+    entry.timer ??= setTimeout(() => this.fire(entry), QUORUM_GRACE_MS);
+  }
+
+  /** @internal Wakes every listening waiter (reconnects, `quit()`). */
+  wakeAll(): void {
+    for (const set of [...this.waiting.values()])
+      for (const entry of [...set]) entry.wake?.();
+  }
+}
