@@ -203,6 +203,9 @@ describe('in-process handoff', () => {
     );
     // Nobody waited for the other set's release (the retry delay is 5 s).
     expect(Date.now() - started).toBeLessThan(2000);
+    // The acquires settled at a quorum: a PING on each node's connection
+    // answers after that node ran them.
+    await Promise.all(redlock.nodes.map((n) => n.client.ping()));
     for (const [i, lock] of locks.entries()) {
       expect(lock.keys).toEqual([prefix + lookalikes[i]]);
       const values = await Promise.all(
