@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import {
   copyFileSync,
+  cpSync,
   mkdirSync,
   mkdtempSync,
   rmSync,
@@ -10,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import * as source from 'nestjs-redlock';
+import * as coreSource from '../../lib/core/index.js';
 import { quorumUrls, singleUrl, uniquePrefix } from '../utils/nodes.js';
 import { freePort } from '../../scripts/redis-nodes.mjs';
 
@@ -25,10 +27,16 @@ const root = process.cwd();
 const fixtures = join(root, 'test/package/fixtures');
 const consumer = mkdtempSync(join(tmpdir(), 'nestjs-redlock-consumer-'));
 const installed = join(consumer, 'node_modules/nestjs-redlock');
+/** A consumer of `nestjs-redlock/core` alone: ioredis is its only package. */
+const coreConsumer = mkdtempSync(join(tmpdir(), 'nestjs-redlock-core-'));
 
-async function node(script: string, env: Record<string, string> = {}) {
-  const { stdout } = await run(process.execPath, [join(consumer, script)], {
-    cwd: consumer,
+async function node(
+  script: string,
+  env: Record<string, string> = {},
+  dir = consumer,
+) {
+  const { stdout } = await run(process.execPath, [join(dir, script)], {
+    cwd: dir,
     env: { ...process.env, ...env },
     timeout: 60_000,
   });
@@ -80,9 +88,25 @@ beforeAll(async () => {
       join(root, 'node_modules', peer),
       join(consumer, 'node_modules', peer),
     );
+  // A copy, not a link: a link would resolve the package's own imports from
+  // the first consumer's node_modules, where the Nest peers are.
+  cpSync(installed, join(coreConsumer, 'node_modules/nestjs-redlock'), {
+    recursive: true,
+  });
+  symlinkSync(
+    join(root, 'node_modules/ioredis'),
+    join(coreConsumer, 'node_modules/ioredis'),
+  );
+  copyFileSync(
+    join(fixtures, 'core-only.mjs'),
+    join(coreConsumer, 'core-only.mjs'),
+  );
 }, 120_000);
 
-afterAll(() => rmSync(consumer, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(consumer, { recursive: true, force: true });
+  rmSync(coreConsumer, { recursive: true, force: true });
+});
 
 describe('the published package', () => {
   it('require() gets the CommonJS build and import the ESM build, with the same exports as the source', async () => {
@@ -98,6 +122,39 @@ describe('the published package', () => {
     expect(names).toContain('RedlockModule');
     expect(required.names).toEqual(names);
     expect(imported.names).toEqual(names);
+  });
+
+  it('nestjs-redlock/core loads and locks where no @nestjs/* nor rxjs can be resolved, from either build', async () => {
+    const report = await node(
+      'core-only.mjs',
+      { REDIS_URL: singleUrl(), KEY_PREFIX: uniquePrefix('core-only') },
+      coreConsumer,
+    );
+    // The consumer really lacks the Nest peers: the main entry fails there.
+    expect(report.peersFound).toEqual([]);
+    expect(report.mainEntry).toBe('ERR_MODULE_NOT_FOUND');
+    const installedCore = join(coreConsumer, 'node_modules/nestjs-redlock');
+    expect(report.cjsResolved).toBe(
+      join(installedCore, 'dist/cjs/core/index.js'),
+    );
+    expect(report.esmResolved).toBe(
+      'file://' + join(installedCore, 'dist/esm/core/index.js'),
+    );
+    const names = Object.keys(coreSource).sort();
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'Redlock',
+        'Lock',
+        'FencedStore',
+        'LockNotAcquiredError',
+      ]),
+    );
+    expect(report.esmNames).toEqual(names);
+    expect(report.cjsNames).toEqual(names);
+    // Everything the core exports, the Nest entry exports too.
+    expect(Object.keys(source)).toEqual(expect.arrayContaining(names));
+    expect(report.esm).toEqual({ held: true, released: true });
+    expect(report.cjs).toEqual({ held: true, released: true });
   });
 
   it('an app that loads both copies still has one lock: @Locked from either copy, one call chain, errors recognised across copies', async () => {
