@@ -30,8 +30,8 @@ export interface RedlockContext {
   readonly nodes: readonly RedlockNode[];
   /** Votes needed to hold a lock. */
   readonly quorum: number;
-  /** The quorum rule that settles a poll (see `quorumDecided`). */
-  readonly decided: (tally: Tally) => boolean;
+  /** The quorum rule that settles a poll (see `quorumRule`). */
+  readonly isDecided: (tally: Tally) => boolean;
   readonly clock: Clock;
   readonly logger: RedlockLogger;
   readonly waitStrategy: WaitStrategy;

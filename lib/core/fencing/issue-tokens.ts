@@ -18,8 +18,8 @@ const MAX_FENCE_ROUNDS = 4;
 export interface FencingQuorum {
   readonly nodes: readonly RedlockNode[];
   readonly quorum: number;
-  /** The quorum rule (see `quorumDecided`). */
-  readonly decided: (tally: Tally) => boolean;
+  /** The quorum rule (see `quorumRule`). */
+  readonly isDecided: (tally: Tally) => boolean;
   readonly clock: Clock;
   /** Nodes younger than `restartQuarantine` store tokens, but do not count. */
   readonly quarantine: Pick<RestartQuarantine, 'grant'>;
@@ -60,7 +60,7 @@ export async function issueFencingTokens(
       (reply, i) =>
         (reply as unknown[])[0] === 1 ? ctx.quarantine.grant(i) : 'busy',
       nodeTimeout,
-      ctx.decided,
+      ctx.isDecided,
       // Tokens stored once the lock's validity is over would fence nothing.
       { limitMs: lock.deadline - ctx.clock.now() },
     );

@@ -35,7 +35,7 @@ export async function renewForNext(
       ]),
     (reply) => (reply === 1 ? 'granted' : 'busy'),
     ctx.config.timing.nodeTimeout,
-    ctx.decided,
+    ctx.isDecided,
     // A renewal after the deadline would hold nothing.
     { limitMs: deadline - start },
   );

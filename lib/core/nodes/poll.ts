@@ -53,7 +53,7 @@ export interface Tally {
 /**
  * Sends one request to every node at once and collects the answers.
  *
- * Settles as soon as `decided(tally)` says the outcome is known (for example
+ * Settles as soon as `isDecided(tally)` says the outcome is known (for example
  * a quorum granted), or when every node answered, or after `timeoutMs`:
  * a hung node costs at most that, never blocks the others, and nodes that did
  * not answer in time are reported as `timeout`. The deadline is kept by the
@@ -76,7 +76,7 @@ export function poll(
   send: (node: RedlockNode) => Promise<unknown>,
   judge: (reply: unknown, index: number) => Judgement,
   timeoutMs: number,
-  decided: (tally: Tally) => boolean,
+  isDecided: (tally: Tally) => boolean,
   options?: PollOptions,
 ): Promise<Ballot[]> {
   // Every request is written before any bookkeeping: the writes of one
@@ -92,7 +92,7 @@ export function poll(
     }
   }
   return new Promise((resolve) => {
-    const run = new Poll(nodes, judge, timeoutMs, decided, options, resolve);
+    const run = new Poll(nodes, judge, timeoutMs, isDecided, options, resolve);
     for (let i = 0; i < requests.length; i++) {
       requests[i].then(
         (reply) => run.reply(i, reply),
@@ -121,7 +121,7 @@ class Poll extends Deadline {
     private readonly nodes: readonly RedlockNode[],
     private readonly judge: (reply: unknown, index: number) => Judgement,
     private readonly timeoutMs: number,
-    private readonly decided: (tally: Tally) => boolean,
+    private readonly isDecided: (tally: Tally) => boolean,
     options: PollOptions | undefined,
     private readonly resolve: (ballots: Ballot[]) => void,
   ) {
@@ -181,7 +181,7 @@ class Poll extends Deadline {
     if (outcome === 'granted') tally.granted++;
     else if (outcome === 'busy') tally.busy++;
     else tally.failed++;
-    if (tally.pending === 0 || this.decided(tally)) this.finish();
+    if (tally.pending === 0 || this.isDecided(tally)) this.finish();
   }
 
   /**

@@ -4,7 +4,7 @@ import type { Ballot, Tally } from './poll.js';
  * The quorum rule of a poll: settled once `quorum` nodes granted, or once
  * so many refused or failed that `quorum` grants are out of reach.
  */
-export function quorumDecided(quorum: number): (tally: Tally) => boolean {
+export function quorumRule(quorum: number): (tally: Tally) => boolean {
   return (t) => t.granted >= quorum || t.granted + t.pending < quorum;
 }
 

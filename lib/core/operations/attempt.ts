@@ -19,7 +19,7 @@ import type { QueuePlace } from '../waiting/queue-place.js';
 import { sendRelease } from './send-release.js';
 
 /** The outcome of one acquire attempt. */
-export interface Attempt {
+export interface AttemptResult {
   /** When it was sent (clock ms). */
   readonly start: number;
   readonly lock?: Lock;
@@ -43,7 +43,7 @@ export async function attempt(
   timing: ResolvedTiming,
   fencing = false,
   queue?: QueuePlace,
-): Promise<Attempt> {
+): Promise<AttemptResult> {
   const { clock, config } = ctx;
   const start = clock.now();
   const ttl = Math.ceil(timing.ttl);
@@ -67,7 +67,7 @@ export async function attempt(
     (reply, i) =>
       acquireReply(reply).granted ? ctx.quarantine.grant(i) : 'busy',
     timing.nodeTimeout,
-    ctx.decided,
+    ctx.isDecided,
     {
       answered:
         answeredAt &&
@@ -149,7 +149,7 @@ export function notAcquired(
   ctx: RedlockContext,
   resources: readonly string[],
   attempts: number,
-  result: Attempt,
+  result: AttemptResult,
 ): LockNotAcquiredError {
   return new LockNotAcquiredError(
     resources,

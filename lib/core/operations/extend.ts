@@ -31,7 +31,7 @@ export async function extendLock(
       node.run(EXTEND_SCRIPT, lock.keys, [lock.value, Math.ceil(timing.ttl)]),
     (reply) => (reply === 1 ? 'granted' : 'busy'),
     timing.nodeTimeout,
-    ctx.decided,
+    ctx.isDecided,
     { limitMs: timing.ttl - timing.drift },
   );
   const failure = settleExtension(

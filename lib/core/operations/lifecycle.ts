@@ -11,7 +11,7 @@ import {
 } from '../nodes/create-nodes.js';
 import { checkHealth, type RedlockHealth } from '../nodes/health.js';
 import { BUSY_WAIT_LIMIT } from '../nodes/poll.js';
-import { quorumDecided } from '../nodes/quorum.js';
+import { quorumRule } from '../nodes/quorum.js';
 import { RestartQuarantine } from '../nodes/restart-quarantine.js';
 import { monotonicClock } from '../util/clock.js';
 import { deadlines } from '../util/deadline-timer.js';
@@ -53,7 +53,7 @@ export function openContext(
     config,
     nodes,
     quorum,
-    decided: quorumDecided(quorum),
+    isDecided: quorumRule(quorum),
     clock,
     logger,
     waitStrategy: options.waitStrategy ?? new WakeOnRelease(releases),

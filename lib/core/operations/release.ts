@@ -109,7 +109,7 @@ async function releaseAndOffer(
     {
       name: lock.queueName,
       leave: true,
-      decided: (t) => t.granted >= ctx.quorum,
+      isDecided: (t) => t.granted >= ctx.quorum,
       reserve,
     },
   );

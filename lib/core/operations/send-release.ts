@@ -17,7 +17,7 @@ export interface SendReleaseOptions {
   /** The caller is done: it leaves the nodes' wait queues. */
   readonly leave: boolean;
   /** Settles the poll early (a quorum confirmed); by default every node is heard. */
-  readonly decided?: (tally: Tally) => boolean;
+  readonly isDecided?: (tally: Tally) => boolean;
   /** See `PollOptions.limitMs`. */
   readonly limitMs?: number;
   /** A place to queue in the caller's stead when the key goes on (see `reserveFor`). */
@@ -37,7 +37,7 @@ export function sendRelease(
   keys: readonly string[],
   value: string,
   timeout: number,
-  { name, leave, decided = never, reserve, limitMs }: SendReleaseOptions,
+  { name, leave, isDecided = never, reserve, limitMs }: SendReleaseOptions,
 ): Promise<Ballot[]> {
   const args = releaseArgs(
     value,
@@ -52,7 +52,7 @@ export function sendRelease(
     (node) => node.run(RELEASE_SCRIPT, keys, args),
     (reply) => (releaseReply(reply).deleted > 0 ? 'granted' : 'busy'),
     timeout,
-    decided,
+    isDecided,
     { limitMs },
   );
 }

@@ -5,11 +5,9 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  * How long, in ms, the longest waiter for a key may see newcomers take it
  * before they must queue behind it (see below): bounds the wait of queued
  * waiters while letting a holder that asks again right after its release go
- * on briefly, which keeps a hot lock busy. At 20 ms, the sample's multi-SKU
- * flash sale (`npm run demo`) ran 3-4 times slower than with polling:
- * waiters blocked on one key of a lock kept newcomers off another key that
- * was free. 250 ms keeps the demo at or above polling speed and still
- * bounds how long a queued waiter can be overtaken.
+ * on briefly, which keeps a hot lock busy. Shorter windows let waiters
+ * blocked on one key of a multi-resource lock keep newcomers off another
+ * key that was free (docs/performance.md has the figures).
  */
 export const BARGE_WINDOW_MS = 250;
 
@@ -36,8 +34,8 @@ export const BARGE_WINDOW_MS = 250;
  * refused, `-2 - pttl` if a key holds another value (pttl: that key's
  * remaining lease, so a waiter knows how long it may wait), `-1` if the key
  * is free but waiters go first (see below); read them with `acquireReply`.
- * Plain integers, not arrays: an array reply cost about 5 µs more per
- * request on 5 nodes.
+ * Plain integers, not arrays, on the common path: they are cheaper for
+ * the client to read.
  *
  * Checking all keys before writing any makes a multi-resource lock atomic on
  * the node: two callers locking overlapping sets never hold half each, so
