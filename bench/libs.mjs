@@ -53,8 +53,13 @@ export async function createLib(name, urls, { ttl, wait }) {
       const { Redlock, JitteredRetry } = name === OURS ? ours : baseline;
       // Default settings: only the lease and the wait budget are set.
       // BENCH_OURS (JSON) overrides options, for experiments only.
-      const redlock = new Redlock({ clients: urls, ttl, waitTimeout: wait, ...JSON.parse(process.env.BENCH_OURS ?? '{}') });
-      if (process.env.BENCH_OURS_POLL) redlock.waitStrategy = new JitteredRetry();
+      const redlock = new Redlock({
+        clients: urls,
+        ttl,
+        waitTimeout: wait,
+        ...(process.env.BENCH_OURS_POLL ? { waitStrategy: new JitteredRetry() } : {}),
+        ...JSON.parse(process.env.BENCH_OURS ?? '{}'),
+      });
       await Promise.all(redlock.nodes.map((n) => n.client.ping()));
       return {
         acquire: (key) => redlock.acquire(key),

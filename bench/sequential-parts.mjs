@@ -10,7 +10,7 @@
 // Run after `npm run build`:  node bench/sequential-parts.mjs [blocks]
 import { randomBytes } from 'node:crypto';
 import { Redlock } from '../dist/esm/index.js';
-import { poll } from '../dist/esm/core/poll.js';
+import { poll } from '../dist/esm/core/nodes/poll.js';
 import { ACQUIRE_SCRIPT, RELEASE_SCRIPT, acquireArgs as scriptAcquireArgs, releaseArgs as scriptReleaseArgs } from '../dist/esm/core/scripts/index.js';
 import { startServers } from '../scripts/redis-nodes.mjs';
 import { createLib } from './libs.mjs';
