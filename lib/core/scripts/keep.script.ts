@@ -4,7 +4,7 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
 /**
  * Renews a single-key lock on one node for another caller of the holder's
  * process, but only while no other waiter is queued for the key: the end
- * of an in-process handoff streak (see `Redlock.renewForNext`). A streak
+ * of an in-process handoff streak (see `renewForNext`). A streak
  * ends so that other processes get their turn; when none waits, the lease
  * is renewed here in one round trip instead of a release and a new
  * acquire (two).

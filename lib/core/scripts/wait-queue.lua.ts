@@ -19,7 +19,7 @@
  * it. A lease above 0 (single-resource locks without fencing) means the key
  * may be given to it outright: `handTo` sets the key to its value with that
  * lease, and the waiter counts the node as granted from the message alone,
- * without a round trip (see `Redlock.transferred` for why that is safe).
+ * without a round trip (see `transferred` for why that is safe).
  * Otherwise the waiter is only told, and asks.
  * `handTo` publishes `<key>\n<value>\n<1 given | 0 told>`.
  *
