@@ -62,7 +62,10 @@ export class LockInterceptor implements NestInterceptor {
       // Called inside the lock's async context, so the handler sees it.
       () => next.handle(),
       meta.runOptions,
-      meta.options.onNotAcquired === 'skip',
+      {
+        caller: `@LockKey ${meta.method}`,
+        skip: meta.options.onNotAcquired === 'skip',
+      },
     );
   }
 }

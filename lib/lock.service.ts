@@ -4,6 +4,7 @@ import type { Lock } from './core/lock.js';
 import { Redlock } from './core/redlock.js';
 import type { AcquireOptions, RunOptions } from './core/config/options.js';
 import { REDLOCK } from './redlock.constants.js';
+import { LockServiceUnavailableError } from './errors/lock-service-unavailable.error.js';
 import { currentLock } from './utils/async-context.js';
 import { runLocked } from './utils/run-locked.js';
 
@@ -20,12 +21,14 @@ export class LockService {
   /**
    * Acquires a lock on the resources (all or nothing), waiting up to
    * `waitTimeout` while they are held; rejects with `LockNotAcquiredError`
-   * otherwise. Release it with `lock.release()`.
+   * otherwise, and with `LockServiceUnavailableError` once the application
+   * is shutting down. Release it with `lock.release()`.
    */
   acquire(
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock> {
+    if (this.redlock.isClosed) return refused('LockService.acquire');
     return this.redlock.acquire(resources, options);
   }
 
@@ -38,6 +41,7 @@ export class LockService {
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock | null> {
+    if (this.redlock.isClosed) return refused('LockService.tryAcquire');
     return this.redlock.tryAcquire(resources, options);
   }
 
@@ -57,7 +61,9 @@ export class LockService {
     fn: (lock: Lock) => T | Promise<T>,
     options?: RunOptions,
   ): Promise<T> {
-    return runLocked(this.redlock, resources, fn, options) as Promise<T>;
+    return runLocked(this.redlock, resources, fn, options, {
+      caller: 'LockService.run',
+    }) as Promise<T>;
   }
 
   /**
@@ -84,4 +90,9 @@ export class LockService {
   static current(): Lock | undefined {
     return currentLock();
   }
+}
+
+/** A call made while the application shuts down: no new lock is taken. */
+function refused(caller: string): Promise<never> {
+  return Promise.reject(new LockServiceUnavailableError(caller, 'shutdown'));
 }

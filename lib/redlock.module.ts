@@ -2,7 +2,7 @@ import {
   Inject,
   Logger,
   Module,
-  type OnApplicationShutdown,
+  type BeforeApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
 import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
@@ -31,7 +31,8 @@ import {
  *
  * Global by default. Clients the module creates from URLs or options
  * connect while the application initialises and are closed on application
- * shutdown; client instances passed in are left to their owner.
+ * shutdown, after the locks still held are released; client instances
+ * passed in are left to their owner.
  *
  * @publicApi
  */
@@ -59,7 +60,7 @@ import {
 })
 export class RedlockModule
   extends ConfigurableModuleClass
-  implements OnModuleInit, OnApplicationShutdown
+  implements OnModuleInit, BeforeApplicationShutdown
 {
   private readonly logger = new Logger(REDLOCK_LOGGER_CONTEXT);
 
@@ -84,7 +85,12 @@ export class RedlockModule
       );
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /**
+   * Before the HTTP server closes: new locks are refused (503), work under
+   * a lock gets `shutdownTimeout` to finish, every lock still held is
+   * released on the nodes, and the connections close (see `Redlock.quit`).
+   */
+  async beforeApplicationShutdown(): Promise<void> {
     await this.redlock.quit();
   }
 }

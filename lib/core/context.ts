@@ -5,6 +5,7 @@ import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
 import type { Tally } from './nodes/poll.js';
 import type { RedlockNode } from './nodes/redlock-node.js';
 import type { RestartQuarantine } from './nodes/restart-quarantine.js';
+import type { HeldLocks } from './operations/held-locks.js';
 import type { Clock } from './util/clock.js';
 import type { ReleaseListener } from './waiting/release-listener.js';
 import type { Reservations } from './waiting/reservations.js';
@@ -60,6 +61,12 @@ export interface RedlockContext {
   readonly active: Map<Promise<unknown>, number>;
   /** Releases that leave late (held back, or after a renewal): `quit()` waits for them. */
   readonly deferred: Set<Promise<ReleaseResult>>;
+  /** Locks handed to callers and not released: `quit()` releases them. */
+  readonly held: HeldLocks;
+  /** Work running under a lock (`hold()`): `quit()` gives it `shutdownTimeout` to finish. */
+  readonly runs: Set<Promise<unknown>>;
+  /** The shutdown, once `quit()` was called (a second call waits for the first). */
+  quitting?: Promise<void>;
 }
 
 /** What a new `Lock` is made of, beyond its instance. */

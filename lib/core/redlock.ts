@@ -102,6 +102,11 @@ export class Redlock implements LockOperations {
     return this.ctx.quarantine;
   }
 
+  /** True once `quit()` was called: acquires are refused from then on. */
+  get isClosed(): boolean {
+    return this.ctx.closed;
+  }
+
   /** Resolves timing for one call: the instance's, overridden by the call's. */
   resolveTiming(options?: AcquireOptions): ResolvedTiming {
     return callTiming(this.ctx.config, options);
@@ -204,13 +209,17 @@ export class Redlock implements LockOperations {
   }
 
   /**
-   * Closes the clients the library created (borrowed clients are left
-   * open) and the release listener's subscribers, after waiting acquires
-   * gave up and attempts in flight took back what they were granted
-   * (bounded by 80 node timeouts). Resolves once their sockets are closed:
-   * nothing of this instance keeps the process alive after it (a node
-   * that is down is not waited for; one that does not answer QUIT has its
-   * connection dropped after 1 s).
+   * Shuts the instance down: new acquires are refused and waiting ones
+   * give up (attempts in flight take back what they were granted); work
+   * running under a lock (`using()`, `hold()`) gets `shutdownTimeout` to
+   * finish, then its lock's signal aborts; every lock still held is
+   * released on the nodes (waiters of other processes get it at once).
+   * Then the clients the library created are closed (borrowed clients are
+   * left open), with the release listener's subscribers. Resolves once
+   * their sockets are closed: nothing of this instance keeps the process
+   * alive after it (a node that is down is not waited for; one that does
+   * not answer QUIT has its connection dropped after 1 s). Calling it again
+   * returns the same promise.
    */
   quit(): Promise<void> {
     return quit(this.ctx);

@@ -164,7 +164,10 @@ function invoke(
       thisArg,
       args,
     );
-  const skip = meta.options.onNotAcquired === 'skip';
+  const lockedCall = {
+    caller: `@Locked ${meta.method}`,
+    skip: meta.options.onNotAcquired === 'skip',
+  };
   const call = () => Reflect.apply(original, thisArg, args) as unknown;
   if (meta.observable)
     return lockObservable(
@@ -172,7 +175,7 @@ function invoke(
       resources,
       call as () => Observable<unknown>,
       meta.runOptions,
-      skip,
+      lockedCall,
     );
   return new Promise((resolve, reject) => {
     runLocked(
@@ -189,7 +192,7 @@ function invoke(
         );
       },
       meta.runOptions,
-      skip,
+      lockedCall,
     ).then((value) => resolve(value === SKIPPED ? undefined : value), reject);
   });
 }
@@ -205,8 +208,10 @@ function lockServiceOf(
       : undefined;
   if (!service?.redlock)
     return new LockServiceUnavailableError(
-      meta.method,
-      thisArg === undefined || thisArg === null || thisArg === globalThis,
+      `@Locked ${meta.method}`,
+      thisArg === undefined || thisArg === null || thisArg === globalThis
+        ? 'detached'
+        : 'unmanaged',
     );
   return service;
 }

@@ -1,7 +1,7 @@
 import { Observable, type Subscription } from 'rxjs';
 import type { Redlock } from '../core/redlock.js';
 import type { RunOptions } from '../core/config/options.js';
-import { runLocked, SKIPPED } from './run-locked.js';
+import { runLocked, SKIPPED, type LockedCall } from './run-locked.js';
 
 /**
  * An Observable that, per subscription, takes the lock (`resources()` is
@@ -16,8 +16,8 @@ export function lockObservable<T>(
   redlock: Redlock,
   resources: () => string[],
   source: () => Observable<T>,
-  options?: RunOptions,
-  skip = false,
+  options: RunOptions | undefined,
+  call: LockedCall,
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     let inner: Subscription | undefined;
@@ -37,7 +37,7 @@ export function lockObservable<T>(
         });
       });
     new Promise<string[]>((resolve) => resolve(resources()))
-      .then((names) => runLocked(redlock, names, work, options, skip))
+      .then((names) => runLocked(redlock, names, work, options, call))
       .then(
         (result) => {
           // A skipped call gives `undefined`, as a skipped Promise method

@@ -4,26 +4,38 @@ import type { RunOptions } from '../core/config/options.js';
 import { normalizeResources } from '../core/config/resources.js';
 import { checkRunOptions } from '../core/config/call-options.js';
 import type { LockLostError } from '../errors/lock-lost.error.js';
+import { LockServiceUnavailableError } from '../errors/lock-service-unavailable.error.js';
 import { isRedlockError } from '../errors/redlock.error.js';
 import { heldBy, lockContext, type LockFrame } from './async-context.js';
 
 /** What `runLocked` resolves with when `skip` is set and the lock was not acquired. */
 export const SKIPPED: unique symbol = Symbol('nestjs-redlock:skipped');
 
+/** Who runs a locked call, and what to do when its lock is not to be had. */
+export interface LockedCall {
+  /** Named in errors: `@Locked Class.method` or `LockService.run`. */
+  readonly caller: string;
+  /** Resolve `SKIPPED` instead of rejecting when the lock is not acquired. */
+  readonly skip?: boolean;
+}
+
 /**
  * Runs `fn` holding every resource, reentrant by async context: resources
  * an enclosing call of the same chain holds are joined (counted; that call
  * releases them, after its joined calls finished), the others acquired and
- * held by the core's watchdog (`Redlock.hold`). With `skip`, a lock that
- * cannot be acquired resolves `SKIPPED` without running `fn`; an error from
- * `fn` itself always propagates unchanged.
+ * held by the core's watchdog (`Redlock.hold`). Once the instance is
+ * shutting down, a call that would acquire is refused with
+ * `LockServiceUnavailableError` (one that only joins still runs: its
+ * enclosing call is finishing). With `skip`, a lock that cannot be
+ * acquired resolves `SKIPPED` without running `fn`; an error from `fn`
+ * itself always propagates unchanged.
  */
 export async function runLocked<T>(
   redlock: Redlock,
   resources: string | string[],
   fn: (lock: Lock) => T | Promise<T>,
-  options?: RunOptions,
-  skip = false,
+  options: RunOptions | undefined,
+  { caller, skip = false }: LockedCall,
 ): Promise<T | typeof SKIPPED> {
   const names = normalizeResources(resources);
   checkRunOptions(options);
@@ -33,6 +45,10 @@ export async function runLocked<T>(
   const lostBefore = joined.find((f) => f.lock.signal.aborted);
   if (lostBefore && !ignoreLoss) throw lostBefore.lock.signal.reason;
   const rest = names.filter((r) => !held.has(r));
+  if (rest.length > 0 && redlock.isClosed) {
+    if (skip) return SKIPPED;
+    throw new LockServiceUnavailableError(caller, 'shutdown');
+  }
   // Joined from now, before the acquire below may wait: an enclosing call
   // that returns meanwhile must keep its lock for us, not release it and
   // let us run on a resource someone else may then hold.

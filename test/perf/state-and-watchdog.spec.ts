@@ -255,11 +255,12 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
     await Promise.all([long.release(), short.release()]);
   });
 
-  it('quit() while a lock is held: its signal aborts when its validity runs out', async () => {
+  it('quit() while work holds a lock: the watchdog keeps it for shutdownTimeout, then its signal aborts and it is released', async () => {
     const closing = new Redlock({
       clients: servers.map((s) => s.url),
       keyPrefix: uniquePrefix('quit'),
       ttl: 600,
+      shutdownTimeout: 900,
     });
     let aborted = false;
     const running = closing.using('work', async (lock) => {
@@ -267,7 +268,10 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
       aborted = lock.signal.aborted;
     });
     await sleep(100);
+    const started = Date.now();
     await closing.quit();
+    // Longer than the 600 ms lease: the watchdog extended it meanwhile.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(850);
     const outcome = await running.catch((e: unknown) => e);
     expect(aborted).toBe(true);
     expect(outcome).toMatchObject({ name: 'LockLostError' });

@@ -69,6 +69,16 @@ describe('module options validation', () => {
       'restartQuarantine',
     ],
     [
+      'shutdownTimeout < 0',
+      { clients: three, shutdownTimeout: -1 },
+      'shutdownTimeout',
+    ],
+    [
+      'shutdownTimeout not a number',
+      { clients: three, shutdownTimeout: '5s' },
+      'shutdownTimeout',
+    ],
+    [
       'lazyConnect not a boolean',
       { clients: three, lazyConnect: 'yes' },
       'lazyConnect',

@@ -20,6 +20,7 @@ export const REDLOCK_DEFAULTS = {
   fencing: false,
   lazyConnect: false,
   restartQuarantine: 0,
+  shutdownTimeout: 5_000,
 } as const;
 
 /** The values of `OnLockLost`, for validation (here and in `@Locked`'s). */

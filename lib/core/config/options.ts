@@ -170,6 +170,17 @@ export interface RedlockOptions extends LockTimingOptions {
    * safety section.
    */
   restartQuarantine?: number;
+  /**
+   * How long, in ms, `quit()` (and so `app.close()`) lets work running
+   * under a lock (`using()`, `hold()`, `run()`, `@Locked`) finish before it
+   * aborts those locks' signals and releases them on the nodes; locks held
+   * by no such work are released at once. New acquires are refused from
+   * the start. Default 5000: a shutdown then fits, with room for the HTTP
+   * server's own drain, inside `docker stop`'s 10 s and Kubernetes' 30 s
+   * grace before the process is killed (a killed holder leaves its keys
+   * until their lease ends).
+   */
+  shutdownTimeout?: number;
 }
 
 /**

@@ -16,6 +16,7 @@ export interface RedlockConfig {
   readonly localHandoff: number;
   readonly lazyConnect: boolean;
   readonly restartQuarantine: number;
+  readonly shutdownTimeout: number;
   /** The options it was resolved from (calls override their timing). */
   readonly options: RedlockOptions;
 }
@@ -88,6 +89,9 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
   const restartQuarantine =
     options.restartQuarantine ?? REDLOCK_DEFAULTS.restartQuarantine;
   requireNonNegative('restartQuarantine', restartQuarantine);
+  const shutdownTimeout =
+    options.shutdownTimeout ?? REDLOCK_DEFAULTS.shutdownTimeout;
+  requireNonNegative('shutdownTimeout', shutdownTimeout);
   return {
     driftFactor,
     timing,
@@ -98,6 +102,7 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
     localHandoff,
     lazyConnect,
     restartQuarantine,
+    shutdownTimeout,
     options,
   };
 }

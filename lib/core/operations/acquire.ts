@@ -70,6 +70,7 @@ export async function acquire(
   if (turn instanceof Lock) {
     // The previous holder in this process handed its lease over.
     ctx.localQueue.hold(line, turn);
+    ctx.held.add(turn);
     count(ctx, true);
     return turn;
   }
@@ -89,6 +90,7 @@ export async function acquire(
   ctx.active.set(inTurn, timing.nodeTimeout);
   try {
     lock = await inTurn;
+    ctx.held.add(lock);
     count(ctx, queuedLocally || lock.waited);
     return lock;
   } finally {

@@ -13,8 +13,37 @@ export async function hold<T>(
   options?: RunOptions,
 ): Promise<T> {
   checkRunOptions(options);
+  // quit() gives the run `shutdownTimeout` to finish, its release included.
+  const running = run(ctx, lock, fn, options?.maxHold);
+  ctx.runs.add(running);
+  let outcome: PromiseSettledResult<T>;
+  try {
+    outcome = await running;
+  } finally {
+    ctx.runs.delete(running);
+  }
+  if (
+    lock.signal.aborted &&
+    (options?.onLockLost ?? REDLOCK_DEFAULTS.onLockLost) === 'throw'
+  ) {
+    throw (lock.signal.reason as LockLostError).withOutcome(outcome);
+  }
+  if (outcome.status === 'rejected') throw outcome.reason;
+  return outcome.value;
+}
+
+/**
+ * `fn(lock)` with the watchdog on, then the release: `fn`'s outcome,
+ * whether it returns, resolves, throws or rejects.
+ */
+async function run<T>(
+  ctx: RedlockContext,
+  lock: Lock,
+  fn: (lock: Lock) => T | Promise<T>,
+  maxHold: number | undefined,
+): Promise<PromiseSettledResult<T>> {
   const stopWatchdog = ctx.keepAlive.watch(lock, {
-    maxHold: options?.maxHold,
+    maxHold,
     onLost: (error) => ctx.logger.warn(error.message),
   });
   let outcome: PromiseSettledResult<T>;
@@ -25,12 +54,5 @@ export async function hold<T>(
   }
   stopWatchdog();
   await lock.release();
-  if (
-    lock.signal.aborted &&
-    (options?.onLockLost ?? REDLOCK_DEFAULTS.onLockLost) === 'throw'
-  ) {
-    throw (lock.signal.reason as LockLostError).withOutcome(outcome);
-  }
-  if (outcome.status === 'rejected') throw outcome.reason;
-  return outcome.value;
+  return outcome;
 }

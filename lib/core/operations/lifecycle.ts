@@ -21,6 +21,7 @@ import { Reservations } from '../waiting/reservations.js';
 import { WakeOnRelease } from '../waiting/wake-on-release.js';
 import { KeepAlive } from '../watchdog/keep-alive.js';
 import { extendMany } from './extend.js';
+import { HeldLocks } from './held-locks.js';
 import { sendRelease } from './send-release.js';
 
 /** The most polls one acquire makes after its last wait (see `quit`). */
@@ -81,6 +82,8 @@ export function openContext(
     readyWaits: new Set(),
     active: new Map(),
     deferred: new Set(),
+    held: new HeldLocks(),
+    runs: new Set(),
   };
   if (nodes.length % 2 === 0) {
     logger.warn(
@@ -142,11 +145,14 @@ export function health(
   );
 }
 
-/** See `Redlock.quit`. */
-export async function quit(ctx: RedlockContext): Promise<void> {
+/** See `Redlock.quit`. A second call resolves with the first. */
+export function quit(ctx: RedlockContext): Promise<void> {
+  return (ctx.quitting ??= shutDown(ctx));
+}
+
+async function shutDown(ctx: RedlockContext): Promise<void> {
   ctx.closed = true;
   for (const done of [...ctx.readyWaits]) done();
-  ctx.keepAlive.stop();
   // Acquires give up and leave the nodes' queues while the connections
   // are still open: a place left behind could still be given a key, held
   // for its whole lease by a process that is gone. Waiters are woken; an
@@ -156,6 +162,12 @@ export async function quit(ctx: RedlockContext): Promise<void> {
   ctx.localQueue.closeAll();
   ctx.releases.wakeAll();
   await settleActive(ctx);
+  // Work under a lock may finish (the watchdog still extends its lock);
+  // what is still held then is taken from it and released, so that other
+  // processes get the keys now rather than when their lease ends.
+  await drainRuns(ctx);
+  await releaseHeld(ctx);
+  ctx.keepAlive.stop();
   // closeAll() sent the releases held back for an adopter; a renewal
   // for a caller closeAll() turned away ends in a release.
   await Promise.allSettled([...ctx.deferred]);
@@ -166,6 +178,33 @@ export async function quit(ctx: RedlockContext): Promise<void> {
   await closeNodes(ctx.nodes);
   // The polls' shared timer may still be armed for a deadline gone by.
   deadlines.unrefWhenIdle();
+}
+
+/** Waits for the work running under a lock, for `shutdownTimeout` at most. */
+async function drainRuns(ctx: RedlockContext): Promise<void> {
+  if (ctx.runs.size === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled([...ctx.runs]),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, ctx.config.shutdownTimeout);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+/**
+ * Releases every lock still held on the nodes (their waiters, in any
+ * process, are told). Work still running under one is told first: its
+ * lock's signal aborts, and its `run()` rejects with `LockLostError`.
+ */
+async function releaseHeld(ctx: RedlockContext): Promise<void> {
+  const locks = ctx.held.takeAll();
+  for (const lock of locks)
+    lock.markLost(
+      'the instance shut down (quit(), or the application closing) while it was held; it was released on the nodes',
+    );
+  await Promise.all(locks.map((lock) => lock.release()));
 }
 
 /**

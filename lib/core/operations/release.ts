@@ -24,6 +24,7 @@ export async function releaseLock(
   ctx: RedlockContext,
   lock: Lock,
 ): Promise<ReleaseResult> {
+  ctx.held.delete(lock);
   const live = ctx.clock.now() < lock.deadline && !lock.isLost;
   const line = lineOf(lock.keys, !!lock.fencingTokens);
   if (live) {

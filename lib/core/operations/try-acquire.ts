@@ -27,12 +27,15 @@ export async function tryAcquire(
   );
   if (adopted) {
     ctx.localQueue.hold(call.line, adopted);
+    ctx.held.add(adopted);
     return adopted;
   }
   const once = tryOnce(ctx, call);
   ctx.active.set(once, call.timing.nodeTimeout);
   try {
-    return await once;
+    const lock = await once;
+    if (lock) ctx.held.add(lock);
+    return lock;
   } finally {
     ctx.active.delete(once);
   }
