@@ -4,6 +4,11 @@ export * from './interfaces/index.js';
 export { LockConflictFilter } from './lock-conflict.filter.js';
 export { LockInterceptor } from './lock.interceptor.js';
 export { LockService } from './lock.service.js';
-export { LOCK_SERVICE, REDLOCK } from './redlock.constants.js';
+export {
+  getLockServiceToken,
+  getRedlockToken,
+  LOCK_SERVICE,
+  REDLOCK,
+} from './redlock.constants.js';
 export { RedlockModule } from './redlock.module.js';
 export type { RedlockOptionsFactory } from './redlock.module-definition.js';

@@ -14,6 +14,8 @@ export interface LockedMetadata {
   readonly params?: ParameterList;
   readonly options: LockedOptions;
   readonly runOptions: RunOptions;
+  /** The property of the instance that holds the `LockService` of its lock set. */
+  readonly serviceRef: symbol;
   /** The method is declared to return an Observable: lock per subscription. */
   readonly observable: boolean;
   /** What is wrong with the key or options; bootstrap fails on any. */

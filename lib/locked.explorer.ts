@@ -1,10 +1,17 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import { RedlockConfigError } from './errors/redlock-config.error.js';
-import { lockedMetadata } from './locked-metadata.accessor.js';
-import type { LockService } from './lock.service.js';
-import { LOCK_SERVICE, LOCK_SERVICE_REF } from './redlock.constants.js';
+import {
+  lockedMetadata,
+  type LockedMetadata,
+} from './locked-metadata.accessor.js';
+import type { LockSet } from './interfaces/lock-set.interface.js';
 import type { LockedOptions } from './interfaces/locked-options.interface.js';
+import {
+  getLockServiceToken,
+  LOCK_SET,
+  lockServiceRef,
+} from './redlock.constants.js';
 
 /** The part of an InstanceWrapper the explorer reads. */
 interface Wrapper {
@@ -37,7 +44,9 @@ export class LockedExplorer implements OnModuleInit {
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
-    @Inject(LOCK_SERVICE) private readonly service: LockService,
+    private readonly moduleRef: ModuleRef,
+    /** The lock set of the `RedlockModule` import this explorer belongs to. */
+    @Inject(LOCK_SET) private readonly set: LockSet,
   ) {}
 
   onModuleInit(): void {
@@ -51,28 +60,38 @@ export class LockedExplorer implements OnModuleInit {
       if (wrapper.isAlias) continue;
       const proto = prototypeOf(wrapper);
       if (!proto) continue;
-      const locked = this.scanner
-        .getAllMethodNames(proto)
-        .filter((name) => lockedMetadata.locked(proto[name]));
-      const keyed = this.scanner
-        .getAllMethodNames(proto)
-        .filter((name) => lockedMetadata.lockKey(proto[name]));
+      const methods = this.scanner.getAllMethodNames(proto);
+      const locked = methods.filter((name) =>
+        lockedMetadata.locked(proto[name]),
+      );
+      // Each set's explorer looks after the methods that lock with it.
+      const mine = locked.filter(
+        (name) => setOf(lockedMetadata.locked(proto[name])!) === this.set.name,
+      );
       if (!checked.has(proto)) {
         checked.add(proto);
         for (const name of locked) {
           const meta = lockedMetadata.locked(proto[name])!;
-          problems.push(...this.check('@Locked', meta));
+          const set = setOf(meta);
+          if (set === this.set.name)
+            problems.push(...this.check('@Locked', meta));
+          else if (!this.registered(set))
+            problems.push(
+              new RedlockConfigError(
+                `@Locked on ${meta.method}`,
+                `lock set ${JSON.stringify(set)} is not registered: import RedlockModule.forRoot({ name: ${JSON.stringify(set)}, ... }) (or forRootAsync) in the application, or fix options.lockSet`,
+              ),
+            );
         }
-        for (const name of keyed)
-          problems.push(
-            ...this.check('@LockKey', lockedMetadata.lockKey(proto[name])!),
-          );
+        // LockInterceptor locks with the default set.
+        if (this.set.name === undefined)
+          for (const name of methods) {
+            const meta = lockedMetadata.lockKey(proto[name]);
+            if (meta) problems.push(...this.check('@LockKey', meta));
+          }
       }
-      if (locked.length && wrapper.isNotMetatype) {
-        const problem = this.backfill(
-          wrapper,
-          `${nameOf(wrapper)}.${locked[0]}`,
-        );
+      if (mine.length && wrapper.isNotMetatype) {
+        const problem = this.backfill(wrapper, `${nameOf(wrapper)}.${mine[0]}`);
         if (problem) problems.push(problem);
       }
     }
@@ -82,6 +101,16 @@ export class LockedExplorer implements OnModuleInit {
         '@Locked',
         `${problems.length} problems:\n${problems.map((p) => `  - ${p.message}`).join('\n')}`,
       );
+  }
+
+  /** Whether an import registered the lock set `name`. */
+  private registered(name: string | undefined): boolean {
+    try {
+      this.moduleRef.get(getLockServiceToken(name), { strict: false });
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   private check(
@@ -97,7 +126,7 @@ export class LockedExplorer implements OnModuleInit {
       return [new RedlockConfigError(field, meta.problems.join('; '))];
     try {
       // Per-decorator timing must also fit the module's (nodeTimeout < ttl).
-      this.service.redlock.resolveTiming(meta.options);
+      this.set.service.redlock.resolveTiming(meta.options);
       return [];
     } catch (error) {
       return [new RedlockConfigError(field, (error as Error).message)];
@@ -116,20 +145,27 @@ export class LockedExplorer implements OnModuleInit {
       );
     const instance = wrapper.instance as Record<symbol, unknown> | null;
     if (typeof instance !== 'object' || instance === null) return undefined;
-    if (instance[LOCK_SERVICE_REF] !== undefined) return undefined;
+    const ref = lockServiceRef(this.set.name);
+    if (instance[ref] !== undefined) return undefined;
     if (!Object.isExtensible(instance))
       return new RedlockConfigError(
         `@Locked on ${method}`,
         `provider ${nameOf(wrapper)} is frozen or sealed, so LockService cannot be attached to it; provide an extensible instance.`,
       );
-    Object.defineProperty(instance, LOCK_SERVICE_REF, {
-      value: this.service,
+    Object.defineProperty(instance, ref, {
+      value: this.set.service,
       enumerable: false,
       configurable: true,
       writable: true,
     });
     return undefined;
   }
+}
+
+/** The lock set a `@Locked` method locks with (`undefined`: the default set). */
+function setOf(meta: LockedMetadata): string | undefined {
+  const set = meta.options.lockSet;
+  return typeof set === 'string' ? set : undefined;
 }
 
 /** The prototype whose methods a provider's instances have. */

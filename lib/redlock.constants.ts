@@ -14,6 +14,9 @@ export const LOCK_SERVICE = Symbol.for('nestjs-redlock:LockService');
  */
 export const REDLOCK = Symbol.for('nestjs-redlock:Redlock');
 
+/** Injection token of the options of one `RedlockModule` import (module-local). */
+export const REDLOCK_MODULE_OPTIONS = 'REDLOCK_MODULE_OPTIONS';
+
 /** Name of the module's logger context. */
 export const REDLOCK_LOGGER_CONTEXT = 'Redlock';
 
@@ -33,3 +36,44 @@ export const LOCK_KEY_METADATA = Symbol.for('nestjs-redlock:lock-key');
  * with `@Locked` methods. A symbol, so it stays out of `Object.keys` and JSON.
  */
 export const LOCK_SERVICE_REF = Symbol.for('nestjs-redlock:LockService.ref');
+
+/**
+ * Injection token of the `LockService` of a lock set: the default set's
+ * (`LOCK_SERVICE`) without a name, else the set registered by
+ * `RedlockModule.forRoot({ name, ... })`. Prefer `@InjectLockService(name)`.
+ *
+ * @publicApi
+ */
+export function getLockServiceToken(name?: string): symbol {
+  return name === undefined
+    ? LOCK_SERVICE
+    : Symbol.for(`nestjs-redlock:LockService:${name}`);
+}
+
+/**
+ * Injection token of the `Redlock` core of a lock set (see
+ * {@link getLockServiceToken}).
+ *
+ * @publicApi
+ */
+export function getRedlockToken(name?: string): symbol {
+  return name === undefined
+    ? REDLOCK
+    : Symbol.for(`nestjs-redlock:Redlock:${name}`);
+}
+
+/** The property that receives the `LockService` of a lock set (see `LOCK_SERVICE_REF`). */
+export function lockServiceRef(name?: string): symbol {
+  return name === undefined
+    ? LOCK_SERVICE_REF
+    : Symbol.for(`nestjs-redlock:LockService.ref:${name}`);
+}
+
+/**
+ * Module-local token of the lock set a `RedlockModule` import registers:
+ * its name and its `LockService`, for the module's own providers.
+ */
+export const LOCK_SET = Symbol('nestjs-redlock:lock-set');
+
+/** Module-local token of the `Redlock` of one `RedlockModule` import. */
+export const LOCK_SET_REDLOCK = Symbol('nestjs-redlock:lock-set-redlock');

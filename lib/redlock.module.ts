@@ -5,21 +5,13 @@ import {
   type BeforeApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
-import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
-import { Redlock } from './core/redlock.js';
-import type { RedlockModuleOptions } from './interfaces/redlock-module-options.interface.js';
-import { LockConflictFilter } from './lock-conflict.filter.js';
-import { LockService } from './lock.service.js';
-import { LockedExplorer } from './locked.explorer.js';
+import { DiscoveryModule } from '@nestjs/core';
+import type { Redlock } from './core/redlock.js';
 import {
-  LOCK_SERVICE,
-  REDLOCK,
+  LOCK_SET_REDLOCK,
   REDLOCK_LOGGER_CONTEXT,
 } from './redlock.constants.js';
-import {
-  ConfigurableModuleClass,
-  REDLOCK_MODULE_OPTIONS,
-} from './redlock.module-definition.js';
+import { ConfigurableModuleClass } from './redlock.module-definition.js';
 
 /**
  * Distributed locks on Redis with the Redlock algorithm.
@@ -27,44 +19,25 @@ import {
  * ```ts
  * RedlockModule.forRoot({ clients: ['redis://a:6379', 'redis://b:6379', 'redis://c:6379'] })
  * RedlockModule.forRootAsync({ inject: [ConfigService], useFactory: (c) => ({ clients: c.get('REDIS_URLS').split(',') }) })
+ * RedlockModule.forRoot({ name: 'payments', clients: [...] })   // a second lock set
  * ```
  *
  * Global by default. Clients the module creates from URLs or options
  * connect while the application initialises and are closed on application
  * shutdown, after the locks still held are released; client instances
- * passed in are left to their owner.
+ * passed in are left to their owner. Each import with a `name` is a lock
+ * set of its own: `@InjectLockService(name)`, `@Locked(key, { lockSet: name })`.
  *
  * @publicApi
  */
-@Module({
-  imports: [DiscoveryModule],
-  providers: [
-    {
-      provide: REDLOCK,
-      // Not connected yet: see onModuleInit.
-      useFactory: (options: RedlockModuleOptions) =>
-        new Redlock({
-          logger: new Logger(REDLOCK_LOGGER_CONTEXT),
-          lazyConnect: true,
-          ...options,
-        }),
-      inject: [REDLOCK_MODULE_OPTIONS],
-    },
-    { provide: Redlock, useExisting: REDLOCK },
-    LockService,
-    { provide: LOCK_SERVICE, useExisting: LockService },
-    { provide: APP_FILTER, useClass: LockConflictFilter },
-    LockedExplorer,
-  ],
-  exports: [LockService, LOCK_SERVICE, Redlock, REDLOCK],
-})
+@Module({ imports: [DiscoveryModule] })
 export class RedlockModule
   extends ConfigurableModuleClass
   implements OnModuleInit, BeforeApplicationShutdown
 {
   private readonly logger = new Logger(REDLOCK_LOGGER_CONTEXT);
 
-  constructor(@Inject(REDLOCK) private readonly redlock: Redlock) {
+  constructor(@Inject(LOCK_SET_REDLOCK) private readonly redlock: Redlock) {
     super();
   }
 

@@ -57,6 +57,10 @@ export function LockKey(
       problems.push(`key: ${(error as Error).message}`);
     }
     problems.push(...checkLockedOptions(options));
+    if (options.lockSet !== undefined)
+      problems.push(
+        'options.lockSet is not supported by @LockKey (LockInterceptor locks with the default set); use @Locked on the handler',
+      );
     const meta: LockKeyMetadata = {
       method,
       key: compiled,

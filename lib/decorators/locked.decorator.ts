@@ -1,4 +1,4 @@
-import { Inject, Logger } from '@nestjs/common';
+import { Inject, Logger, Optional } from '@nestjs/common';
 import { finalize, isObservable, Observable, throwError } from 'rxjs';
 import { RedlockConfigError } from '../errors/redlock-config.error.js';
 import { LockServiceUnavailableError } from '../errors/lock-service-unavailable.error.js';
@@ -21,9 +21,9 @@ import {
 } from '../locked-metadata.accessor.js';
 import type { LockService } from '../lock.service.js';
 import {
-  LOCK_SERVICE,
-  LOCK_SERVICE_REF,
+  getLockServiceToken,
   LOCKED_METADATA,
+  lockServiceRef,
   REDLOCK_LOGGER_CONTEXT,
 } from '../redlock.constants.js';
 import { lockObservable } from '../utils/lock-observable.js';
@@ -31,8 +31,33 @@ import { checkLockedOptions, toRunOptions } from '../utils/locked-options.js';
 import { runLocked, SKIPPED } from '../utils/run-locked.js';
 import { wrapMethod } from '../utils/wrap-method.js';
 
-/** Marks a class whose instances get `LockService` injected (once per hierarchy). */
+/** The lock sets whose `LockService` a class's instances get injected (once per set and hierarchy). */
 const INJECTS_LOCK_SERVICE = Symbol.for('nestjs-redlock:injects-lock-service');
+
+/**
+ * Has Nest inject the `LockService` of `lockSet` into the instances of
+ * `target`'s class. A named set's is optional, so that a set no import
+ * registers fails start with the explorer's message naming it rather than
+ * Nest's unresolved dependency.
+ */
+function injectLockService(target: object, lockSet: unknown): void {
+  const set = typeof lockSet === 'string' ? lockSet : undefined;
+  const recorded: unknown = Reflect.getMetadata(
+    INJECTS_LOCK_SERVICE,
+    target.constructor,
+  );
+  const injected = Array.isArray(recorded)
+    ? (recorded as (string | undefined)[])
+    : [];
+  if (injected.includes(set)) return;
+  if (set !== undefined) Optional()(target, lockServiceRef(set));
+  Inject(getLockServiceToken(set))(target, lockServiceRef(set));
+  Reflect.defineMetadata(
+    INJECTS_LOCK_SERVICE,
+    [...injected, set],
+    target.constructor,
+  );
+}
 
 type LockableMethod = (...args: any[]) => Promise<any> | Observable<any>;
 
@@ -93,10 +118,7 @@ export function Locked(key: LockedKey, options: LockedOptions = {}) {
       invoke(meta, fn, thisArg, args),
     );
     Reflect.defineMetadata(LOCKED_METADATA, meta, wrapper);
-    if (!Reflect.getMetadata(INJECTS_LOCK_SERVICE, target.constructor)) {
-      Inject(LOCK_SERVICE)(target, LOCK_SERVICE_REF);
-      Reflect.defineMetadata(INJECTS_LOCK_SERVICE, true, target.constructor);
-    }
+    injectLockService(target, options.lockSet);
     descriptor.value = wrapper;
     return descriptor;
   };
@@ -129,6 +151,9 @@ function describe(
     params,
     options,
     runOptions: problems.length ? {} : toRunOptions(options),
+    serviceRef: lockServiceRef(
+      typeof options.lockSet === 'string' ? options.lockSet : undefined,
+    ),
     observable: false,
     problems,
   };
@@ -204,7 +229,7 @@ function lockServiceOf(
   if (meta.problems.length) return lockedProblem(meta);
   const service =
     thisArg !== null && typeof thisArg === 'object'
-      ? (thisArg as Record<symbol, LockService | undefined>)[LOCK_SERVICE_REF]
+      ? (thisArg as Record<symbol, LockService | undefined>)[meta.serviceRef]
       : undefined;
   if (!service?.redlock)
     return new LockServiceUnavailableError(

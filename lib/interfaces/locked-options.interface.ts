@@ -54,4 +54,11 @@ export interface LockedOptions {
    * token.
    */
   fencing?: boolean;
+  /**
+   * The lock set to lock with: the `name` of a `RedlockModule.forRoot({
+   * name, ... })` import (its own Redis nodes and options). Default: the
+   * unnamed set. A name that no import registers fails application start.
+   * `@Locked` only (`LockInterceptor` uses the default set).
+   */
+  lockSet?: string;
 }

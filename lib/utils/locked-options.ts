@@ -14,6 +14,7 @@ const KNOWN = new Set<string>([
   ...POSITIVE,
   ...NON_NEGATIVE,
   ...Object.keys(CHOICES),
+  'lockSet',
 ]);
 
 /** Problems with per-decorator options, each naming the field (`options.ttl …`). */
@@ -44,12 +45,20 @@ export function checkLockedOptions(options: unknown): string[] {
         `options.${field} must be ${allowed.map((a) => (typeof a === 'string' ? `'${a}'` : String(a))).join(' or ')}, got ${show(v)}`,
       );
   }
+  if (
+    o.lockSet !== undefined &&
+    (typeof o.lockSet !== 'string' || o.lockSet.length === 0)
+  )
+    problems.push(
+      `options.lockSet must be the name of a RedlockModule.forRoot({ name }) import, got ${show(o.lockSet)}`,
+    );
   return problems;
 }
 
-/** The options the core's `run` understands (everything but `onNotAcquired`). */
+/** The options the core's `run` understands (everything but `onNotAcquired` and `lockSet`). */
 export function toRunOptions({
   onNotAcquired: _,
+  lockSet: __,
   ...rest
 }: LockedOptions): RunOptions {
   return rest;

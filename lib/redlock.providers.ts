@@ -1,0 +1,91 @@
+import { Logger, type DynamicModule, type Provider } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { Redlock } from './core/redlock.js';
+import { RedlockConfigError } from './errors/redlock-config.error.js';
+import type { LockSet } from './interfaces/lock-set.interface.js';
+import type { RedlockModuleOptions } from './interfaces/redlock-module-options.interface.js';
+import { LockConflictFilter } from './lock-conflict.filter.js';
+import { LockService } from './lock.service.js';
+import { LockedExplorer } from './locked.explorer.js';
+import {
+  getLockServiceToken,
+  getRedlockToken,
+  LOCK_SERVICE,
+  LOCK_SET,
+  LOCK_SET_REDLOCK,
+  REDLOCK,
+  REDLOCK_LOGGER_CONTEXT,
+  REDLOCK_MODULE_OPTIONS,
+} from './redlock.constants.js';
+
+/**
+ * The providers of one `RedlockModule` import: a lock set with its own
+ * `Redlock` (not connected yet: the module connects it at init). The
+ * default set (no `name`) is reached as `LockService`, `LOCK_SERVICE`,
+ * `Redlock` and `REDLOCK`; a named one as `getLockServiceToken(name)` and
+ * `getRedlockToken(name)` (`@InjectLockService(name)`), so several sets
+ * live side by side in one app. Each import has its own explorer, which
+ * looks after the `@Locked` methods of its set.
+ */
+export function lockSetDefinition(
+  definition: DynamicModule,
+  { isGlobal, name }: { isGlobal: boolean; name: string | undefined },
+): DynamicModule {
+  if (name !== undefined && (typeof name !== 'string' || name.length === 0))
+    throw new RedlockConfigError(
+      'name',
+      `must be a non-empty string naming the lock set, got ${JSON.stringify(name)}`,
+    );
+  const context =
+    name === undefined
+      ? REDLOCK_LOGGER_CONTEXT
+      : `${REDLOCK_LOGGER_CONTEXT}:${name}`;
+  const serviceToken =
+    name === undefined ? LockService : getLockServiceToken(name);
+  const providers: Provider[] = [
+    {
+      provide: LOCK_SET_REDLOCK,
+      // Not connected yet: see RedlockModule.onModuleInit.
+      useFactory: (options: RedlockModuleOptions) =>
+        new Redlock({
+          logger: new Logger(context),
+          lazyConnect: true,
+          ...options,
+        }),
+      inject: [REDLOCK_MODULE_OPTIONS],
+    },
+    ...(name === undefined
+      ? [
+          { provide: REDLOCK, useExisting: LOCK_SET_REDLOCK },
+          { provide: Redlock, useExisting: LOCK_SET_REDLOCK },
+          LockService,
+          { provide: LOCK_SERVICE, useExisting: LockService },
+        ]
+      : [
+          { provide: getRedlockToken(name), useExisting: LOCK_SET_REDLOCK },
+          {
+            provide: getLockServiceToken(name),
+            useFactory: (redlock: Redlock) => new LockService(redlock),
+            inject: [LOCK_SET_REDLOCK],
+          },
+        ]),
+    {
+      provide: LOCK_SET,
+      useFactory: (service: LockService): LockSet => ({ name, service }),
+      inject: [serviceToken],
+    },
+    { provide: APP_FILTER, useClass: LockConflictFilter },
+    LockedExplorer,
+  ];
+  return {
+    ...definition,
+    global: isGlobal,
+    providers: [...(definition.providers ?? []), ...providers],
+    exports: [
+      ...(definition.exports ?? []),
+      ...(name === undefined
+        ? [LockService, LOCK_SERVICE, Redlock, REDLOCK]
+        : [getLockServiceToken(name), getRedlockToken(name)]),
+    ],
+  };
+}
