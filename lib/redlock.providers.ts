@@ -25,11 +25,14 @@ import {
  * `Redlock` and `REDLOCK`; a named one as `getLockServiceToken(name)` and
  * `getRedlockToken(name)` (`@InjectLockService(name)`), so several sets
  * live side by side in one app. Each import has its own explorer, which
- * looks after the `@Locked` methods of its set.
+ * looks after the `@Locked` methods of its set. `createRedlock` builds the
+ * set's lock (the testing module gives an in-memory one).
  */
 export function lockSetDefinition(
   definition: DynamicModule,
   { isGlobal, name }: { isGlobal: boolean; name: string | undefined },
+  createRedlock: (options: RedlockModuleOptions) => Redlock = (options) =>
+    new Redlock(options),
 ): DynamicModule {
   if (name !== undefined && (typeof name !== 'string' || name.length === 0))
     throw new RedlockConfigError(
@@ -47,7 +50,7 @@ export function lockSetDefinition(
       provide: LOCK_SET_REDLOCK,
       // Not connected yet: see RedlockModule.onModuleInit.
       useFactory: (options: RedlockModuleOptions) =>
-        new Redlock({
+        createRedlock({
           logger: new Logger(context),
           lazyConnect: true,
           ...options,

@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import * as source from 'nestjs-redlock';
 import * as coreSource from '../../lib/core/index.js';
+import * as testingSource from '../../lib/testing/index.js';
 import { quorumUrls, singleUrl, uniquePrefix } from '../utils/nodes.js';
 import { freePort } from '../../scripts/redis-nodes.mjs';
 
@@ -109,7 +110,7 @@ afterAll(() => {
 });
 
 describe('the published package', () => {
-  it('require() gets the CommonJS build and import the ESM build, with the same exports as the source', async () => {
+  it('require() gets the CommonJS build and import the ESM build, with the same exports as the source (nestjs-redlock/testing too)', async () => {
     const [required, imported] = await Promise.all([
       node('exports.cjs'),
       node('exports.mjs'),
@@ -122,6 +123,15 @@ describe('the published package', () => {
     expect(names).toContain('RedlockModule');
     expect(required.names).toEqual(names);
     expect(imported.names).toEqual(names);
+    // nestjs-redlock/testing from both builds too.
+    const testing = Object.keys(testingSource).sort();
+    expect(testing).toEqual([
+      'InMemoryRedlock',
+      'RedlockTestingModule',
+      'TestClock',
+    ]);
+    expect(required.testing).toEqual(testing);
+    expect(imported.testing).toEqual(testing);
   });
 
   it('nestjs-redlock/core loads and locks where no @nestjs/* nor rxjs can be resolved, from either build', async () => {

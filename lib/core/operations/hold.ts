@@ -5,9 +5,18 @@ import type { RunOptions } from '../config/options.js';
 import type { RedlockContext } from '../context.js';
 import type { Lock } from '../lock.js';
 
+/**
+ * What `hold` needs of an instance: a watchdog, a logger, and the set of
+ * runs `quit()` waits for (the in-memory lock of `nestjs-redlock/testing`
+ * brings its own).
+ */
+export type HoldContext = {
+  readonly keepAlive: Pick<RedlockContext['keepAlive'], 'watch'>;
+} & Pick<RedlockContext, 'logger' | 'runs'>;
+
 /** See `Redlock.hold`: `fn` runs under `lock`, kept alive by the watchdog, then the lock is released. */
 export async function hold<T>(
-  ctx: RedlockContext,
+  ctx: HoldContext,
   lock: Lock,
   fn: (lock: Lock) => T | Promise<T>,
   options?: RunOptions,
@@ -37,7 +46,7 @@ export async function hold<T>(
  * whether it returns, resolves, throws or rejects.
  */
 async function run<T>(
-  ctx: RedlockContext,
+  ctx: HoldContext,
   lock: Lock,
   fn: (lock: Lock) => T | Promise<T>,
   maxHold: number | undefined,

@@ -15,6 +15,7 @@ import { quorumRule } from '../nodes/quorum.js';
 import { RestartQuarantine } from '../nodes/restart-quarantine.js';
 import { monotonicClock } from '../util/clock.js';
 import { deadlines } from '../util/deadline-timer.js';
+import { settledWithin } from '../util/timeout.js';
 import { requireNonNegative, requirePositive } from '../util/validate.js';
 import { ReleaseListener } from '../waiting/release-listener.js';
 import { Reservations } from '../waiting/reservations.js';
@@ -182,15 +183,8 @@ async function shutDown(ctx: RedlockContext): Promise<void> {
 
 /** Waits for the work running under a lock, for `shutdownTimeout` at most. */
 async function drainRuns(ctx: RedlockContext): Promise<void> {
-  if (ctx.runs.size === 0) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    Promise.allSettled([...ctx.runs]),
-    new Promise((resolve) => {
-      timer = setTimeout(resolve, ctx.config.shutdownTimeout);
-    }),
-  ]);
-  clearTimeout(timer);
+  if (ctx.runs.size > 0)
+    await settledWithin(ctx.runs, ctx.config.shutdownTimeout);
 }
 
 /**
@@ -220,15 +214,8 @@ async function settleActive(ctx: RedlockContext): Promise<void> {
   let slowest = 0;
   for (const nodeTimeout of ctx.active.values())
     slowest = Math.max(slowest, nodeTimeout);
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    Promise.allSettled([...ctx.active.keys()]),
-    new Promise((resolve) => {
-      timer = setTimeout(
-        resolve,
-        POLLS_PER_CALL * BUSY_WAIT_LIMIT * slowest + 50,
-      );
-    }),
-  ]);
-  clearTimeout(timer);
+  await settledWithin(
+    ctx.active.keys(),
+    POLLS_PER_CALL * BUSY_WAIT_LIMIT * slowest + 50,
+  );
 }

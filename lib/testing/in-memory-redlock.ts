@@ -1,0 +1,300 @@
+import { LockExtendError } from '../errors/lock-extend.error.js';
+import { LockNotAcquiredError } from '../errors/lock-not-acquired.error.js';
+import {
+  checkRunOptions,
+  checkSignalOption,
+  checkWatchdogOptions,
+} from '../core/config/call-options.js';
+import type {
+  AcquireOptions,
+  RedlockOptions,
+  RunOptions,
+  WatchdogOptions,
+} from '../core/config/options.js';
+import {
+  callFencing,
+  callTiming,
+  resolveRedlockConfig,
+  type RedlockConfig,
+} from '../core/config/resolve.js';
+import { normalizeResources } from '../core/config/resources.js';
+import type { ResolvedTiming } from '../core/config/timing.js';
+import type { RedlockStats } from '../core/context.js';
+import { Lock, type LockOperations, type ReleaseResult } from '../core/lock.js';
+import type { RedlockHealth } from '../core/nodes/health.js';
+import { hold } from '../core/operations/hold.js';
+import { abortReason } from '../core/util/abort.js';
+import { monotonicClock, type Clock } from '../core/util/clock.js';
+import { settledWithin } from '../core/util/timeout.js';
+import { MemoryStore } from './memory-store.js';
+import { keepAlive, waitForRelease } from './memory-waits.js';
+import { scheduler, type Schedule } from './test-clock.js';
+
+/**
+ * Options of the in-memory lock: the core's, less what only Redis nodes
+ * need. `clock`: a `TestClock` to move time by hand (default: real time).
+ *
+ * @publicApi
+ */
+export type InMemoryRedlockOptions = Omit<
+  RedlockOptions,
+  | 'clients'
+  | 'quorum'
+  | 'waitStrategy'
+  | 'localHandoff'
+  | 'lazyConnect'
+  | 'restartQuarantine'
+>;
+
+/** The one node the in-memory lock reports. */
+const NODE = 'memory';
+
+/**
+ * The lock of `RedlockTestingModule`: the same contract as `Redlock` (the
+ * same `Lock`, errors, options and their validation), kept in this
+ * process's memory instead of on Redis nodes, for unit tests of services
+ * that use `@Locked` and `LockService`. Leases expire on its clock, waiters
+ * wait up to `waitTimeout` (woken by releases), multi-resource locks are
+ * all or nothing, fencing tokens rise per resource, the watchdog of
+ * `run()` / `@Locked` extends leases, and `loseLock()` makes a held lock
+ * lost, as a failed extension would.
+ *
+ * @publicApi
+ */
+export class InMemoryRedlock implements LockOperations {
+  readonly clock: Clock;
+  readonly quorum = 1;
+  readonly stats: RedlockStats = { acquired: 0, waited: 0, retries: 0 };
+  /** @internal No Redis nodes. */
+  readonly nodes: readonly never[] = [];
+  private readonly config: RedlockConfig;
+  private readonly store = new MemoryStore();
+  private readonly schedule: Schedule;
+  private readonly runs = new Set<Promise<unknown>>();
+  private readonly logger: { warn(message: string): void };
+  private closed = false;
+  private quitting?: Promise<void>;
+
+  constructor(options: InMemoryRedlockOptions = {}) {
+    this.config = resolveRedlockConfig({ ...options, clients: [NODE] });
+    this.clock = options.clock ?? monotonicClock;
+    this.logger = options.logger ?? console;
+    this.schedule = scheduler(this.clock);
+  }
+
+  get keyPrefix(): string {
+    return this.config.keyPrefix;
+  }
+
+  get metaPrefix(): string {
+    return this.config.metaPrefix;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  keyOf(resource: string): string {
+    return this.config.keyPrefix + resource;
+  }
+
+  resolveTiming(options?: AcquireOptions): ResolvedTiming {
+    return callTiming(this.config, options);
+  }
+
+  /** See `Redlock.acquire`. */
+  async acquire(
+    resources: string | string[],
+    options?: AcquireOptions,
+  ): Promise<Lock> {
+    const call = this.resolveCall(resources, options);
+    const giveUpAt = this.clock.now() + call.timing.waitTimeout;
+    for (let attempts = 1; ; attempts++) {
+      this.stop(call.resources, attempts - 1, call.signal);
+      const lock = this.store.take(this, call, this.clock.now());
+      if (lock) {
+        this.stats.acquired++;
+        if (attempts > 1) this.stats.waited++;
+        return lock;
+      }
+      const remaining = giveUpAt - this.clock.now();
+      const holderTtl = this.store.remaining(call.keys, this.clock.now());
+      if (remaining <= 0)
+        throw new LockNotAcquiredError(
+          call.resources,
+          attempts,
+          'busy',
+          [{ node: NODE, outcome: 'busy' }],
+          holderTtl,
+        );
+      this.stats.retries++;
+      await waitForRelease(
+        this.store,
+        this.schedule,
+        Math.min(remaining, holderTtl),
+        call.signal,
+      );
+    }
+  }
+
+  /** See `Redlock.tryAcquire`. */
+  async tryAcquire(
+    resources: string | string[],
+    options?: AcquireOptions,
+  ): Promise<Lock | null> {
+    const call = this.resolveCall(resources, options);
+    await Promise.resolve();
+    this.stop(call.resources, 0, call.signal);
+    return this.store.take(this, call, this.clock.now()) ?? null;
+  }
+
+  /** See `Redlock.using`. */
+  async using<T>(
+    resources: string | string[],
+    fn: (lock: Lock) => T | Promise<T>,
+    options?: RunOptions,
+  ): Promise<T> {
+    checkRunOptions(options);
+    return this.hold(await this.acquire(resources, options), fn, options);
+  }
+
+  /** See `Redlock.hold`. */
+  hold<T>(
+    lock: Lock,
+    fn: (lock: Lock) => T | Promise<T>,
+    options?: RunOptions,
+  ): Promise<T> {
+    return hold(
+      {
+        keepAlive: {
+          watch: (l, o) => keepAlive(l, o, this.clock, this.schedule),
+        },
+        logger: this.logger,
+        runs: this.runs,
+      },
+      lock,
+      fn,
+      options,
+    );
+  }
+
+  /** See `Redlock.watch`: the lease is extended every third of it, on this instance's clock. */
+  watch(lock: Lock, options?: WatchdogOptions): () => void {
+    checkWatchdogOptions(options);
+    return keepAlive(lock, options, this.clock, this.schedule);
+  }
+
+  /** Always ready, until `quit()`. */
+  ready(): Promise<boolean> {
+    return Promise.resolve(!this.closed);
+  }
+
+  /** One node, `memory`, up until `quit()`. */
+  health(): Promise<RedlockHealth> {
+    const up = !this.closed;
+    return Promise.resolve({
+      healthy: up,
+      up: up ? 1 : 0,
+      quorum: 1,
+      nodes: [
+        up
+          ? { node: NODE, up, latencyMs: 0 }
+          : { node: NODE, up, error: 'closed' },
+      ],
+    });
+  }
+
+  /**
+   * See `Redlock.quit`: new acquires are refused, waiters give up, work
+   * under a lock gets `shutdownTimeout` (real time, whatever the clock) to
+   * finish, then every lock still held is released.
+   */
+  quit(): Promise<void> {
+    return (this.quitting ??= this.shutDown());
+  }
+
+  /**
+   * Makes the lock held on `resource` lost, as a failed extension or a
+   * paused holder would: its keys are gone, its `signal` aborts, and the
+   * `run()` / `@Locked` call under it rejects with `LockLostError` once its
+   * work settles. Returns whether a lock was held there.
+   */
+  loseLock(resource: string): boolean {
+    const lock = this.store.holder(this.keyOf(resource), this.clock.now());
+    if (!lock) return false;
+    this.store.delete(lock, this.clock.now());
+    lock.markLost('the test made it lost (InMemoryRedlock.loseLock)');
+    return true;
+  }
+
+  /** The lock held on `resource` now, if any (tests look at it). */
+  holderOf(resource: string): Lock | undefined {
+    return this.store.holder(this.keyOf(resource), this.clock.now());
+  }
+
+  /** @internal Called by `Lock.extend`. */
+  extendLock(lock: Lock, ttl: number | undefined): Promise<void> {
+    const timing = this.resolveTiming({
+      ttl: ttl === undefined ? lock.ttl : ttl,
+    });
+    const now = this.clock.now();
+    if (!this.store.extend(lock, now + timing.ttl, now)) {
+      const reason = 'only 0 of 1 needed nodes still held the lock';
+      lock.markLost(`extension failed: ${reason}`);
+      this.store.delete(lock, now);
+      return Promise.reject(
+        new LockExtendError(lock.resources, reason, [
+          { node: NODE, outcome: 'busy' },
+        ]),
+      );
+    }
+    lock.ttl = timing.ttl;
+    lock.deadline = now + timing.ttl - timing.drift;
+    return Promise.resolve();
+  }
+
+  /** @internal Called by `Lock.release`. */
+  releaseLock(lock: Lock): Promise<ReleaseResult> {
+    const now = this.clock.now();
+    const expired = now >= lock.deadline;
+    const deleted = this.store.delete(lock, now);
+    return Promise.resolve({
+      released: deleted,
+      expired,
+      nodes: [{ node: NODE, outcome: deleted ? 'granted' : 'busy' }],
+    });
+  }
+
+  private resolveCall(resources: string | string[], options?: AcquireOptions) {
+    const names = normalizeResources(resources);
+    const timing = this.resolveTiming(options);
+    const keys = names.map((r) => this.keyOf(r));
+    const fencing = callFencing(this.config, options);
+    const signal = checkSignalOption(options?.signal);
+    return { resources: names, keys, timing, fencing, signal };
+  }
+
+  /** Why a call must stop now (aborted, or `quit()` ran), thrown. */
+  private stop(
+    resources: readonly string[],
+    attempts: number,
+    signal: AbortSignal | undefined,
+  ): void {
+    if (signal?.aborted) throw abortReason(signal);
+    if (this.closed)
+      throw new LockNotAcquiredError(resources, attempts, 'closed', [], 0);
+  }
+
+  private async shutDown(): Promise<void> {
+    this.closed = true;
+    for (const wake of [...this.store.waiters]) wake();
+    if (this.runs.size > 0)
+      await settledWithin(this.runs, this.config.shutdownTimeout);
+    for (const lock of this.store.held(this.clock.now())) {
+      lock.markLost(
+        'the instance shut down (quit(), or the application closing) while it was held; it was released',
+      );
+      await lock.release();
+    }
+  }
+}
