@@ -1,7 +1,7 @@
 import type { LockLostError } from '../errors/lock-lost.error.js';
 import type { WatchdogOptions } from '../core/config/options.js';
 import type { Lock } from '../core/lock.js';
-import { abortReason } from '../core/util/abort.js';
+import { untilWoken } from '../core/util/wake.js';
 import type { Clock } from '../core/util/clock.js';
 import type { MemoryStore } from './memory-store.js';
 import type { Schedule } from './test-clock.js';
@@ -13,24 +13,14 @@ export function waitForRelease(
   ms: number,
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = () => {
+  return untilWoken((wake) => {
+    const cancel = schedule(ms, wake);
+    store.waiters.add(wake);
+    return () => {
       cancel();
-      store.waiters.delete(woken);
-      signal?.removeEventListener('abort', aborted);
+      store.waiters.delete(wake);
     };
-    const woken = () => {
-      done();
-      resolve();
-    };
-    const aborted = () => {
-      done();
-      reject(abortReason(signal!));
-    };
-    const cancel = schedule(ms, woken);
-    store.waiters.add(woken);
-    signal?.addEventListener('abort', aborted, { once: true });
-  });
+  }, signal);
 }
 
 /**

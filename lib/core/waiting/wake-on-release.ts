@@ -1,4 +1,4 @@
-import { abortReason } from '../util/abort.js';
+import { untilWoken } from '../util/wake.js';
 import type { ReleaseListener } from './release-listener.js';
 import {
   fallbackDelay,
@@ -24,25 +24,13 @@ export class WakeOnRelease implements WaitStrategy {
   constructor(private readonly listener: ReleaseListener) {}
 
   wait(context: WaitContext): Promise<void> {
-    const { signal } = context;
-    if (signal?.aborted) return Promise.reject(abortReason(signal));
-    return new Promise((resolve, reject) => {
-      const done = () => {
+    return untilWoken((wake) => {
+      const timer = setTimeout(wake, fallbackDelay(context));
+      const stop = this.listener.listen(context.keys, context.value, wake);
+      return () => {
         clearTimeout(timer);
         stop();
-        signal?.removeEventListener('abort', aborted);
       };
-      const woken = () => {
-        done();
-        resolve();
-      };
-      const aborted = () => {
-        done();
-        reject(abortReason(signal!));
-      };
-      const timer = setTimeout(woken, fallbackDelay(context));
-      const stop = this.listener.listen(context.keys, context.value, woken);
-      signal?.addEventListener('abort', aborted, { once: true });
-    });
+    }, context.signal);
   }
 }
