@@ -45,6 +45,20 @@ async function closeClients(clients) {
  * @param {string[]} urls the lock nodes
  * @param {{ ttl: number, wait: number }} opts
  */
+/**
+ * BENCH_SUBSCRIBE=1: a no-op subscriber on every lock event channel, to
+ * measure what observing costs (the events are built and published).
+ */
+if (process.env.BENCH_SUBSCRIBE) {
+  const { subscribe, tracingChannel } = await import('node:diagnostics_channel');
+  const noop = () => undefined;
+  for (const [event, name] of Object.entries(ours.REDLOCK_CHANNELS)) {
+    if (['acquire', 'extend', 'release', 'fence'].includes(event))
+      tracingChannel(name).subscribe({ start: noop, end: noop, asyncStart: noop, asyncEnd: noop, error: noop });
+    else subscribe(name, noop);
+  }
+}
+
 export async function createLib(name, urls, { ttl, wait }) {
   const quorum = Math.floor(urls.length / 2) + 1;
   switch (name) {

@@ -1,5 +1,6 @@
 import type { RedlockLogger } from './config/options.js';
 import type { RedlockConfig } from './config/resolve.js';
+import { channels } from './events/channels.js';
 import type { LocalQueue } from './handoff/local-queue.js';
 import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
 import type { Tally } from './nodes/poll.js';
@@ -98,5 +99,7 @@ export function createLock(ctx: RedlockContext, init: LockInit): Lock {
   );
   if (init.waited) lock.waited = true;
   if (init.waitedInRedis) lock.waitedInRedis = true;
+  if (channels.release.hasSubscribers || channels.lost.hasSubscribers)
+    lock.acquiredAt = ctx.clock.now();
   return lock;
 }

@@ -4,6 +4,19 @@ export * from '../errors/index.js';
 export * from './config/defaults.js';
 export type * from './config/options.js';
 export type { RedlockStats } from './context.js';
+export {
+  REDLOCK_CHANNELS,
+  type AcquireMessage,
+  type AttemptMessage,
+  type ExtendMessage,
+  type FenceMessage,
+  type HandoverMessage,
+  type LostMessage,
+  type NotAcquiredMessage,
+  type ReleaseMessage,
+  type WaitMessage,
+  type WokenMessage,
+} from './events/channels.js';
 export * from './fencing/fence.js';
 export type { FencedCommand } from './fencing/fenced-command.js';
 export * from './fencing/fenced-store.js';

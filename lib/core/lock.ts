@@ -1,42 +1,10 @@
 import { LockExtendError } from '../errors/lock-extend.error.js';
 import { LockLostError } from '../errors/lock-lost.error.js';
-import type { NodeVote } from '../errors/node-vote.js';
+import { channels, valueHash } from './events/channels.js';
+import type { ReleaseResult } from './release-result.js';
 import type { Clock } from './util/clock.js';
 
-/**
- * What `lock.release()` resolves with. It never rejects: a node that fails or
- * times out is reported here, and its copy of the key expires with the lease.
- *
- * @publicApi
- */
-export interface ReleaseResult {
-  /** True when a quorum of nodes confirmed they deleted our keys. */
-  readonly released: boolean;
-  /** True when the lock's validity had already run out before the release (it may have been taken by another holder since). */
-  readonly expired: boolean;
-  /**
-   * True when the lease went straight to another caller of this process
-   * waiting for the same resources (in-process handoff, see
-   * `localHandoff`): no node was asked, `nodes` is empty; or, at the end of
-   * a handoff streak while no other process waited on the nodes, the nodes
-   * renewed the lease for that caller first (`nodes` reports them).
-   */
-  readonly handedOver?: boolean;
-  /**
-   * True when the lock was one its caller waited for, and nobody of this
-   * process waited for it at the release: its lease is kept until the event
-   * loop turns, for a caller of this process that asks for the same
-   * resources in the meantime (see `localHandoff`), and released on the
-   * nodes after that if nobody did. `nodes` is empty: such a release that
-   * misses the quorum is reported to the instance's logger instead (the keys
-   * it could not delete expire with the lease). A
-   * process that exits before the loop turns without `Redlock.quit()`
-   * (which sends them first) leaves the keys to expire with the lease.
-   */
-  readonly deferred?: boolean;
-  /** Each node's answer (`granted`: our keys were there and are deleted; `busy`: they were gone already). */
-  readonly nodes: readonly NodeVote[];
-}
+export type { ReleaseResult } from './release-result.js';
 
 /** @internal The operations a lock needs from the algorithm (implemented by `Redlock`). */
 export interface LockOperations {
@@ -67,6 +35,11 @@ export class Lock {
    * it. A lease passed within the process keeps the flag.
    */
   waitedInRedis = false;
+  /**
+   * @internal When it was granted (clock ms), noted only while someone
+   * listens to the lock events (for their hold times); `NaN` otherwise.
+   */
+  acquiredAt = NaN;
 
   /**
    * The fencing token of each resource (decimal strings), when the lock was
@@ -191,6 +164,15 @@ export class Lock {
   markLost(reason: string): LockLostError {
     if (!this.lost) {
       this.lost = new LockLostError(this.resources, reason);
+      if (channels.lost.hasSubscribers)
+        channels.lost.publish({
+          resources: this.resources,
+          valueHash: valueHash(this.value),
+          reason,
+          holdMs: Number.isNaN(this.acquiredAt)
+            ? undefined
+            : this.ops.clock.now() - this.acquiredAt,
+        });
       this.controller?.abort(this.lost);
       for (const handler of this.lostHandlers ?? []) handler();
       this.lostHandlers = undefined;

@@ -11,6 +11,13 @@ import type {
 import { callTiming } from './config/resolve.js';
 import type { ResolvedTiming } from './config/timing.js';
 import type { RedlockContext, RedlockStats } from './context.js';
+import { channels } from './events/channels.js';
+import {
+  acquireObserved,
+  traceAcquire,
+  traceExtend,
+  traceRelease,
+} from './events/trace.js';
 import type { LocalQueue } from './handoff/local-queue.js';
 import type { Lock, LockOperations, ReleaseResult } from './lock.js';
 import type { RedlockHealth } from './nodes/health.js';
@@ -127,7 +134,10 @@ export class Redlock implements LockOperations {
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock> {
-    return acquire(this.ctx, resources, options);
+    if (!acquireObserved()) return acquire(this.ctx, resources, options);
+    return traceAcquire(this.ctx, 'acquire', resources, options, (trace) =>
+      acquire(this.ctx, resources, options, trace),
+    );
   }
 
   /**
@@ -141,7 +151,10 @@ export class Redlock implements LockOperations {
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock | null> {
-    return tryAcquire(this.ctx, resources, options);
+    if (!acquireObserved()) return tryAcquire(this.ctx, resources, options);
+    return traceAcquire(this.ctx, 'tryAcquire', resources, options, (trace) =>
+      tryAcquire(this.ctx, resources, options, trace),
+    );
   }
 
   /**
@@ -227,12 +240,14 @@ export class Redlock implements LockOperations {
 
   /** @internal Called by `Lock.extend`. */
   extendLock(lock: Lock, ttl: number | undefined): Promise<void> {
-    return extendLock(this.ctx, lock, ttl);
+    if (!channels.extend.hasSubscribers) return extendLock(this.ctx, lock, ttl);
+    return traceExtend(lock, ttl, () => extendLock(this.ctx, lock, ttl));
   }
 
   /** @internal Called by `Lock.release`. */
   releaseLock(lock: Lock): Promise<ReleaseResult> {
-    return releaseLock(this.ctx, lock);
+    if (!channels.release.hasSubscribers) return releaseLock(this.ctx, lock);
+    return traceRelease(this.ctx, lock, () => releaseLock(this.ctx, lock));
   }
 
   /** @internal The watchdog's batched extension (see `extendMany`). */

@@ -1,4 +1,9 @@
 import { createLock, type RedlockContext } from '../context.js';
+import {
+  channels,
+  valueHash,
+  type HandoverMessage,
+} from '../events/channels.js';
 import type { Lock, ReleaseResult } from '../lock.js';
 
 // The in-process handoff: a lease that passes between callers of one
@@ -26,7 +31,7 @@ export function handOver(
       lock,
       ctx.config.localHandoff,
       ctx.clock.now(),
-      () => successor(ctx, lock),
+      () => passedOn(ctx, successor(ctx, lock), 'queue'),
     )
   );
 }
@@ -55,7 +60,10 @@ export function linger(
     ctx.config.localHandoff,
     ctx.clock.now(),
     // Asked for later in the turn, after synchronous work: still worth it?
-    () => (halfLeft(ctx, lock) ? successor(ctx, lock) : undefined),
+    () =>
+      halfLeft(ctx, lock)
+        ? passedOn(ctx, successor(ctx, lock), 'lingering')
+        : undefined,
     () => releaseLater(ctx, lock, line),
   );
 }
@@ -140,4 +148,19 @@ function mayPassOn(ctx: RedlockContext, lock: Lock): boolean {
 /** At least half of `lock`'s lease is left: a lease passed on must be worth taking. */
 function halfLeft(ctx: RedlockContext, lock: Lock): boolean {
   return lock.deadline - ctx.clock.now() >= lock.ttl / 2;
+}
+
+/** `next`, the lease that just passed within the process: told to the `handover` channel. */
+export function passedOn(
+  ctx: RedlockContext,
+  next: Lock,
+  via: HandoverMessage['via'],
+): Lock {
+  if (channels.handover.hasSubscribers)
+    channels.handover.publish({
+      resources: next.resources,
+      valueHash: valueHash(next.value),
+      via,
+    });
+  return next;
 }

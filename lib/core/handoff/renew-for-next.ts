@@ -4,7 +4,7 @@ import { poll, votesOf } from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
 import { KEEP_SCRIPT } from '../scripts/index.js';
 import { leaseDeadline } from '../config/timing.js';
-import { successor } from './pass-on.js';
+import { passedOn, successor } from './pass-on.js';
 
 /**
  * The end of an in-process handoff streak when, as far as this process
@@ -42,7 +42,9 @@ export async function renewForNext(
   if (
     countGranted(ballots) < ctx.quorum ||
     deadline <= ctx.clock.now() ||
-    !ctx.localQueue.renewTo(line, lock, () => successor(ctx, lock, deadline))
+    !ctx.localQueue.renewTo(line, lock, () =>
+      passedOn(ctx, successor(ctx, lock, deadline), 'renewal'),
+    )
   )
     return undefined;
   return {

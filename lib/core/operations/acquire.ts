@@ -6,7 +6,9 @@ import { normalizeResources } from '../config/resources.js';
 import { queueLife, type ResolvedTiming } from '../config/timing.js';
 import type { RedlockContext } from '../context.js';
 import { lineOf } from '../handoff/line.js';
+import type { AcquireTrace } from '../events/trace.js';
 import { Lock } from '../lock.js';
+import { votesOf } from '../nodes/poll.js';
 import { randomValue } from '../util/lock-value.js';
 import type { QueuePlace } from '../waiting/queue-place.js';
 import { attempt, notAcquired } from './attempt.js';
@@ -52,6 +54,7 @@ export async function acquire(
   ctx: RedlockContext,
   resources: string | string[],
   options?: AcquireOptions,
+  trace?: AcquireTrace,
 ): Promise<Lock> {
   const call = resolveCall(ctx, resources, options);
   const { timing, signal, line } = call;
@@ -86,7 +89,7 @@ export async function acquire(
     );
   }
   let lock: Lock | undefined;
-  const inTurn = acquireInTurn(ctx, call, giveUpAt);
+  const inTurn = acquireInTurn(ctx, call, giveUpAt, trace);
   ctx.active.set(inTurn, timing.nodeTimeout);
   try {
     lock = await inTurn;
@@ -105,6 +108,7 @@ async function acquireInTurn(
   ctx: RedlockContext,
   call: AcquireCall,
   giveUpAt: number,
+  trace: AcquireTrace | undefined,
 ): Promise<Lock> {
   const { resources, keys, timing, fencing, signal, line } = call;
   // Only waiters that listen for release messages take a place in the
@@ -165,6 +169,10 @@ async function acquireInTurn(
         fencing,
         queue,
       );
+      if (trace) {
+        trace.attempts = attempts;
+        trace.nodes = votesOf(result.ballots);
+      }
       if (result.lock) {
         // Granted while quit() ran (a lock now could not even be
         // released) or after the caller gave up: the clean-up below

@@ -4,6 +4,13 @@ import {
 } from '../../errors/lock-not-acquired.error.js';
 import type { ResolvedTiming } from '../config/timing.js';
 import { createLock, type RedlockContext } from '../context.js';
+import {
+  channels,
+  tokensOf,
+  traced,
+  valueHash,
+  type FenceMessage,
+} from '../events/channels.js';
 import { issueFencingTokens } from '../fencing/issue-tokens.js';
 import { fenceCounterKey } from '../fencing/tokens.js';
 import type { Lock } from '../lock.js';
@@ -61,6 +68,10 @@ export async function attempt(
   );
   const scriptKeys = counters ? [...keys, ...counters] : keys;
   const answeredAt = queue?.answeredAt;
+  const observed = channels.attempt.hasSubscribers;
+  const latencies = observed
+    ? new Array<number | undefined>(ctx.nodes.length)
+    : undefined;
   const ballots = await poll(
     ctx.nodes,
     (node) => node.run(ACQUIRE_SCRIPT, scriptKeys, args),
@@ -70,13 +81,27 @@ export async function attempt(
     ctx.isDecided,
     {
       answered:
-        answeredAt &&
-        ((i) => (answeredAt[i] = Math.max(answeredAt[i] ?? start, start))),
+        answeredAt || latencies
+          ? (i) => {
+              if (answeredAt)
+                answeredAt[i] = Math.max(answeredAt[i] ?? start, start);
+              if (latencies) latencies[i] ??= clock.now() - start;
+            }
+          : undefined,
       // A quorum reached later would leave no validity.
       limitMs: timing.ttl - timing.drift,
     },
   );
   const granted = countGranted(ballots);
+  if (latencies)
+    channels.attempt.publish({
+      resources,
+      valueHash: valueHash(value),
+      granted: granted >= ctx.quorum,
+      durationMs: clock.now() - start,
+      nodes: votesOf(ballots),
+      latenciesMs: latencies,
+    });
   const validity = timing.ttl - (clock.now() - start) - timing.drift;
   let fencingFailure: LockFailureReason | undefined;
   if (granted >= ctx.quorum && validity > 0) {
@@ -90,13 +115,11 @@ export async function attempt(
     });
     if (!counters) return { start, ballots, lock };
     // A second round, once the lock is held: see docs/fencing.md.
-    fencingFailure = await issueFencingTokens(
-      ctx,
-      lock,
-      counters,
-      ballots,
-      timing.nodeTimeout,
-    );
+    const fence = () =>
+      issueFencingTokens(ctx, lock, counters, ballots, timing.nodeTimeout);
+    fencingFailure = channels.fence.hasSubscribers
+      ? await traceFence(lock, fence)
+      : await fence();
     if (!fencingFailure) return { start, ballots, lock };
   }
   // Not held: take back every grant, including grants whose reply was lost
@@ -158,4 +181,21 @@ export function notAcquired(
     votesOf(result.ballots),
     result.holderTtl ?? ctx.config.timing.retryDelay,
   );
+}
+
+/** Runs a fencing round under the `fence` TracingChannel. */
+function traceFence(
+  lock: Lock,
+  fence: () => Promise<'expired' | 'unreachable' | undefined>,
+): Promise<'expired' | 'unreachable' | undefined> {
+  const message: FenceMessage = {
+    resources: lock.resources,
+    valueHash: valueHash(lock.value),
+  };
+  return traced(channels.fence, message, async () => {
+    const failure = await fence();
+    message.failure = failure;
+    message.fencingTokens = tokensOf(lock.fencingTokens);
+    return failure;
+  });
 }

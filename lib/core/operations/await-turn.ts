@@ -1,5 +1,6 @@
 import type { ResolvedTiming } from '../config/timing.js';
 import { createLock, type RedlockContext } from '../context.js';
+import { channels, valueHash } from '../events/channels.js';
 import type { Lock } from '../lock.js';
 import { abortReason } from '../util/abort.js';
 import { nodeBit } from '../util/node-mask.js';
@@ -33,6 +34,14 @@ export async function awaitTurn(
   // now rather than wait (the caller's reason first, as everywhere).
   const stopped = stopReason(ctx, resources, context.attempt, signal);
   if (stopped !== undefined) throw stopped;
+  if (channels.wait.hasSubscribers)
+    channels.wait.publish({
+      resources,
+      valueHash: valueHash(value),
+      attempt: context.attempt,
+      remainingMs: context.remaining,
+      holderTtlMs: context.holderTtl,
+    });
   let given = 0;
   try {
     await ctx.waitStrategy.wait({

@@ -1,6 +1,8 @@
 import type { AcquireOptions } from '../config/options.js';
 import type { RedlockContext } from '../context.js';
+import type { AcquireTrace } from '../events/trace.js';
 import type { Lock } from '../lock.js';
+import { votesOf } from '../nodes/poll.js';
 import { randomValue } from '../util/lock-value.js';
 import { resolveCall, type AcquireCall } from './acquire.js';
 import { attempt, notAcquired } from './attempt.js';
@@ -12,6 +14,7 @@ export async function tryAcquire(
   ctx: RedlockContext,
   resources: string | string[],
   options?: AcquireOptions,
+  trace?: AcquireTrace,
 ): Promise<Lock | null> {
   const call = resolveCall(ctx, resources, options);
   // As acquire(): borrowed clients stay open after quit(), and a lock
@@ -30,7 +33,7 @@ export async function tryAcquire(
     ctx.held.add(adopted);
     return adopted;
   }
-  const once = tryOnce(ctx, call);
+  const once = tryOnce(ctx, call, trace);
   ctx.active.set(once, call.timing.nodeTimeout);
   try {
     const lock = await once;
@@ -44,9 +47,14 @@ export async function tryAcquire(
 async function tryOnce(
   ctx: RedlockContext,
   { resources, keys, timing, fencing, signal }: AcquireCall,
+  trace: AcquireTrace | undefined,
 ): Promise<Lock | null> {
   const value = randomValue();
   const result = await attempt(ctx, resources, keys, value, timing, fencing);
+  if (trace) {
+    trace.attempts = 1;
+    trace.nodes = votesOf(result.ballots);
+  }
   if (result.lock) {
     const stop = stopReason(ctx, resources, 1, signal);
     if (stop === undefined) return result.lock;

@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { channels, valueHash } from '../events/channels.js';
 import { closeClient, DROP_AT_ONCE } from '../nodes/close-client.js';
 import type { RedlockNode } from '../nodes/redlock-node.js';
 import { bitCount, nodeBit } from '../util/node-mask.js';
 
 /** One waiting acquire, as the listener sees it. */
 interface Listening {
+  /** The keys it waits for. */
+  readonly keys: readonly string[];
   /** The waiter's lock value (the release message may name it). */
   readonly value: string | undefined;
   /** The current wait's callback; none between the waits of an expected value (see `expect`). */
@@ -93,7 +96,7 @@ export class ReleaseListener {
     this.subscribe();
     const expected = value === undefined ? undefined : this.expected.get(value);
     if (expected) return this.attach(expected, wake);
-    const entry: Listening = { value, wake, heard: 0 };
+    const entry: Listening = { keys, value, wake, heard: 0 };
     this.add(keys, entry);
     return () => {
       clearTimeout(entry.timer);
@@ -116,7 +119,7 @@ export class ReleaseListener {
   expect(keys: readonly string[], value: string): (() => void) | undefined {
     if (!this.subscribers) return undefined;
     if (this.expected.has(value)) return () => {};
-    const entry: Listening = { value, heard: 0 };
+    const entry: Listening = { keys, value, heard: 0 };
     this.expected.set(value, entry);
     this.add(keys, entry);
     return () => {
@@ -257,6 +260,13 @@ export class ReleaseListener {
   private fire(entry: Listening): void {
     if (!entry.wake) return;
     this.wakeups++;
+    if (channels.woken.hasSubscribers && entry.value !== undefined)
+      channels.woken.publish({
+        keys: entry.keys,
+        valueHash: valueHash(entry.value),
+        nodes: bitCount(entry.heard),
+        given: (this.given.get(entry.value) ?? 0) !== 0,
+      });
     entry.wake();
   }
 
