@@ -110,7 +110,7 @@ afterAll(() => {
 });
 
 describe('the published package', () => {
-  it('require() gets the CommonJS build and import the ESM build, with the same exports as the source (nestjs-redlock/testing too)', async () => {
+  it('require() gets the CommonJS build and import the ESM build, with the same exports as the source (nestjs-redlock/testing too; nestjs-redlock/terminus only with its optional peer)', async () => {
     const [required, imported] = await Promise.all([
       node('exports.cjs'),
       node('exports.mjs'),
@@ -132,6 +132,9 @@ describe('the published package', () => {
     ]);
     expect(required.testing).toEqual(testing);
     expect(imported.testing).toEqual(testing);
+    // The main entry loaded without @nestjs/terminus; its own subpath needs it.
+    expect(required.terminus).toBe('MODULE_NOT_FOUND');
+    expect(imported.terminus).toBe('ERR_MODULE_NOT_FOUND');
   });
 
   it('nestjs-redlock/core loads and locks where no @nestjs/* nor rxjs can be resolved, from either build', async () => {

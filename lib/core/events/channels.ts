@@ -170,9 +170,19 @@ export const channels = {
   >,
 };
 
+/** Hashes of recent lock values: one lock's events (attempt, grant, release) hash it once. */
+const recentHashes = new Map<string, string>();
+const RECENT_HASHES = 1024;
+
 /** The hash a message gives for a lock value (see `valueHash` in the messages). */
 export function valueHash(value: string): string {
-  return createHash('sha256').update(value).digest('base64url').slice(0, 16);
+  let hash = recentHashes.get(value);
+  if (hash === undefined) {
+    hash = createHash('sha256').update(value).digest('base64url').slice(0, 16);
+    if (recentHashes.size >= RECENT_HASHES) recentHashes.clear();
+    recentHashes.set(value, hash);
+  }
+  return hash;
 }
 
 /** A lock's fencing tokens as a plain object, for messages. */

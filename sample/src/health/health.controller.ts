@@ -1,13 +1,13 @@
 import { Controller, Get } from '@nestjs/common';
 import { HealthCheck, HealthCheckService } from '@nestjs/terminus';
-import { LocksHealthIndicator } from './locks.health.js';
+import { RedlockHealthIndicator } from 'nestjs-redlock/terminus';
 
-/** `GET /health`: the readiness of the lock nodes (terminus). */
+/** `GET /health`: the readiness of the lock nodes (terminus, with the package's indicator). */
 @Controller('health')
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
-    private readonly locks: LocksHealthIndicator,
+    private readonly locks: RedlockHealthIndicator,
   ) {}
 
   @Get()

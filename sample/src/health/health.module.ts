@@ -1,11 +1,11 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { RedlockHealthIndicator } from 'nestjs-redlock/terminus';
 import { HealthController } from './health.controller.js';
-import { LocksHealthIndicator } from './locks.health.js';
 
 @Module({
   imports: [TerminusModule],
   controllers: [HealthController],
-  providers: [LocksHealthIndicator],
+  providers: [RedlockHealthIndicator],
 })
 export class HealthModule {}
