@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { RedlockHealth } from './core/nodes/health.js';
+import type { LockInspection } from './core/operations/inspect.js';
 import type { Lock } from './core/lock.js';
 import { Redlock } from './core/redlock.js';
 import type { AcquireOptions, RunOptions } from './core/config/options.js';
@@ -73,6 +74,16 @@ export class LockService {
    */
   health(timeoutMs?: number): Promise<RedlockHealth> {
     return this.redlock.health(timeoutMs);
+  }
+
+  /**
+   * What the nodes hold for `resource`: per node whether the key exists,
+   * its remaining lease, whether this instance holds it (never a lock's
+   * value), the waiters queued and the last fencing token. For admin
+   * endpoints ("who holds order:42, until when"). See `Redlock.inspect`.
+   */
+  inspect(resource: string, timeoutMs?: number): Promise<LockInspection> {
+    return this.redlock.inspect(resource, timeoutMs);
   }
 
   /**

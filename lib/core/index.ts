@@ -28,6 +28,11 @@ export {
 } from './fencing/tokens.js';
 export { Lock, type ReleaseResult } from './lock.js';
 export type { NodeHealth, RedlockHealth } from './nodes/health.js';
+export type {
+  LockHolder,
+  LockInspection,
+  NodeInspection,
+} from './operations/inspect.js';
 export { Redlock } from './redlock.js';
 export * from './util/clock.js';
 export * from './waiting/wait-strategy.js';

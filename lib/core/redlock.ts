@@ -26,6 +26,7 @@ import type { RestartQuarantine } from './nodes/restart-quarantine.js';
 import { acquire } from './operations/acquire.js';
 import { extendLock, extendMany } from './operations/extend.js';
 import { hold } from './operations/hold.js';
+import { inspect, type LockInspection } from './operations/inspect.js';
 import { health, openContext, quit, ready } from './operations/lifecycle.js';
 import { releaseLock } from './operations/release.js';
 import { tryAcquire } from './operations/try-acquire.js';
@@ -219,6 +220,17 @@ export class Redlock implements LockOperations {
    */
   health(timeoutMs?: number): Promise<RedlockHealth> {
     return health(this.ctx, timeoutMs);
+  }
+
+  /**
+   * What the nodes hold for `resource`, for an operator: per node whether
+   * the key exists, its remaining lease, whether this instance holds it
+   * (never the value of a lock, this instance's or another's), how many
+   * wait in its queue, and the last fencing token. Writes nothing; waits
+   * up to `timeoutMs` (default 1 s) for the nodes.
+   */
+  inspect(resource: string, timeoutMs?: number): Promise<LockInspection> {
+    return inspect(this.ctx, resource, timeoutMs);
   }
 
   /**

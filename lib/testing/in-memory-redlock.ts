@@ -7,7 +7,6 @@ import {
 } from '../core/config/call-options.js';
 import type {
   AcquireOptions,
-  RedlockOptions,
   RunOptions,
   WatchdogOptions,
 } from '../core/config/options.js';
@@ -22,32 +21,15 @@ import type { ResolvedTiming } from '../core/config/timing.js';
 import type { RedlockStats } from '../core/context.js';
 import { Lock, type LockOperations, type ReleaseResult } from '../core/lock.js';
 import type { RedlockHealth } from '../core/nodes/health.js';
+import type { LockInspection } from '../core/operations/inspect.js';
 import { hold } from '../core/operations/hold.js';
 import { abortReason } from '../core/util/abort.js';
 import { monotonicClock, type Clock } from '../core/util/clock.js';
 import { settledWithin } from '../core/util/timeout.js';
+import { NODE, type InMemoryRedlockOptions } from './in-memory-options.js';
 import { MemoryStore } from './memory-store.js';
 import { keepAlive, waitForRelease } from './memory-waits.js';
 import { scheduler, type Schedule } from './test-clock.js';
-
-/**
- * Options of the in-memory lock: the core's, less what only Redis nodes
- * need. `clock`: a `TestClock` to move time by hand (default: real time).
- *
- * @publicApi
- */
-export type InMemoryRedlockOptions = Omit<
-  RedlockOptions,
-  | 'clients'
-  | 'quorum'
-  | 'waitStrategy'
-  | 'localHandoff'
-  | 'lazyConnect'
-  | 'restartQuarantine'
->;
-
-/** The one node the in-memory lock reports. */
-const NODE = 'memory';
 
 /**
  * The lock of `RedlockTestingModule`: the same contract as `Redlock` (the
@@ -192,16 +174,10 @@ export class InMemoryRedlock implements LockOperations {
   /** One node, `memory`, up until `quit()`. */
   health(): Promise<RedlockHealth> {
     const up = !this.closed;
-    return Promise.resolve({
-      healthy: up,
-      up: up ? 1 : 0,
-      quorum: 1,
-      nodes: [
-        up
-          ? { node: NODE, up, latencyMs: 0 }
-          : { node: NODE, up, error: 'closed' },
-      ],
-    });
+    const node = up
+      ? { node: NODE, up, latencyMs: 0 }
+      : { node: NODE, up, error: 'closed' };
+    return Promise.resolve({ healthy: up, up: +up, quorum: 1, nodes: [node] });
   }
 
   /**
@@ -225,6 +201,15 @@ export class InMemoryRedlock implements LockOperations {
     this.store.delete(lock, this.clock.now());
     lock.markLost('the test made it lost (InMemoryRedlock.loseLock)');
     return true;
+  }
+
+  /** See `Redlock.inspect`: one node, `memory`, where every lock is this instance's. */
+  inspect(resource: string): Promise<LockInspection> {
+    const key = this.keyOf(resource);
+    const view = this.store.view(key, this.clock.now());
+    const holder = view.exists ? ('this-instance' as const) : undefined;
+    const nodes = [{ node: NODE, up: true, ...view }];
+    return Promise.resolve({ resource, key, held: !!holder, holder, nodes });
   }
 
   /** The lock held on `resource` now, if any (tests look at it). */

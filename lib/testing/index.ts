@@ -1,8 +1,6 @@
 // `nestjs-redlock/testing`: RedlockModule without Redis, for users' unit tests.
-export {
-  InMemoryRedlock,
-  type InMemoryRedlockOptions,
-} from './in-memory-redlock.js';
+export type { InMemoryRedlockOptions } from './in-memory-options.js';
+export { InMemoryRedlock } from './in-memory-redlock.js';
 export {
   RedlockTestingModule,
   type RedlockTestingOptions,

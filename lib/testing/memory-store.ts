@@ -1,5 +1,6 @@
 import type { ResolvedTiming } from '../core/config/timing.js';
 import { Lock, type LockOperations } from '../core/lock.js';
+import type { NodeInspection } from '../core/operations/inspect.js';
 import { randomValue } from '../core/util/lock-value.js';
 
 /** What an acquire asks for, its options resolved. */
@@ -99,6 +100,22 @@ export class MemoryStore {
     }
     for (const wake of [...this.waiters]) wake();
     return held;
+  }
+
+  /** What `inspect` reports of `key` at `now` (every lock here is this instance's). */
+  view(key: string, now: number): Omit<NodeInspection, 'node' | 'up'> {
+    const entry = this.live(key, now);
+    const token = this.tokens.get(key);
+    const fencing = token === undefined ? {} : { fencingToken: String(token) };
+    return entry
+      ? {
+          exists: true,
+          ttlMs: entry.expiresAt - now,
+          holder: 'this-instance',
+          queued: this.waiters.size,
+          ...fencing,
+        }
+      : { exists: false, queued: this.waiters.size, ...fencing };
   }
 
   /** The next fencing token of `key`: above every earlier one. */

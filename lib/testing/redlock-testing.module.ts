@@ -11,10 +11,8 @@ import {
   REDLOCK_MODULE_OPTIONS,
 } from '../redlock.constants.js';
 import { lockSetDefinition } from '../redlock.providers.js';
-import {
-  InMemoryRedlock,
-  type InMemoryRedlockOptions,
-} from './in-memory-redlock.js';
+import type { InMemoryRedlockOptions } from './in-memory-options.js';
+import { InMemoryRedlock } from './in-memory-redlock.js';
 
 /**
  * Options of `RedlockTestingModule.forRoot()`: the in-memory lock's, plus

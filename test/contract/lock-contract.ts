@@ -257,6 +257,20 @@ export function describeLockContract(
       await held.release();
     });
 
+    it('inspect() tells a lock of this instance, its lease and token, never its value', async () => {
+      const lock = await locks.acquire('insp', { ttl: 3000, fencing: true });
+      const seen = await locks.inspect('insp');
+      expect(seen).toMatchObject({ held: true, holder: 'this-instance' });
+      for (const node of seen.nodes) {
+        expect(node).toMatchObject({ exists: true, holder: 'this-instance' });
+        expect(node.ttlMs).toBeGreaterThan(2000);
+        expect(node.fencingToken).toBe(lock.fencingToken);
+      }
+      expect(JSON.stringify(seen)).not.toContain(lock.value);
+      await lock.release();
+      expect((await locks.inspect('insp')).held).toBe(false);
+    });
+
     it('current() is the lock of the enclosing run(), and undefined outside one', async () => {
       expect(locks.current()).toBeUndefined();
       const seen = await locks.run('cur', (lock) => locks.current() === lock);

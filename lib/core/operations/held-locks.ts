@@ -30,6 +30,13 @@ export class HeldLocks {
     this.locks.delete(lock);
   }
 
+  /** Whether one of these locks, still held, is signed with `value`. */
+  holds(value: string): boolean {
+    for (const lock of this.locks)
+      if (lock.value === value && lock.isHeld) return true;
+    return false;
+  }
+
   /** The locks still held now (validity left, not released); forgets all. */
   takeAll(): Lock[] {
     const held = [...this.locks].filter((lock) => lock.isHeld);

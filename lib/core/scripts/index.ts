@@ -6,3 +6,4 @@ export * from './fence.script.js';
 export * from './extend-many.script.js';
 export { packPlace } from './wait-queue.lua.js';
 export * from './keep.script.js';
+export * from './inspect.script.js';
