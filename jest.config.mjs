@@ -13,7 +13,7 @@ export default {
   testMatch: ['<rootDir>/test/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
   moduleNameMapper: {
     '^nestjs-redlock$': '<rootDir>/lib/index.ts',
-    '^nestjs-redlock/(core|testing|terminus)$': '<rootDir>/lib/$1/index.ts',
+    '^nestjs-redlock/(core|testing|terminus|otel)$': '<rootDir>/lib/$1/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

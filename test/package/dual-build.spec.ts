@@ -110,7 +110,7 @@ afterAll(() => {
 });
 
 describe('the published package', () => {
-  it('require() gets the CommonJS build and import the ESM build, with the same exports as the source (nestjs-redlock/testing too; nestjs-redlock/terminus only with its optional peer)', async () => {
+  it('require() gets the CommonJS build and import the ESM build, with the same exports as the source (nestjs-redlock/testing too; nestjs-redlock/terminus and /otel only with their optional peers)', async () => {
     const [required, imported] = await Promise.all([
       node('exports.cjs'),
       node('exports.mjs'),
@@ -132,9 +132,12 @@ describe('the published package', () => {
     ]);
     expect(required.testing).toEqual(testing);
     expect(imported.testing).toEqual(testing);
-    // The main entry loaded without @nestjs/terminus; its own subpath needs it.
+    // The main entry loaded without @nestjs/terminus or @opentelemetry/api;
+    // only their own subpaths need them.
     expect(required.terminus).toBe('MODULE_NOT_FOUND');
     expect(imported.terminus).toBe('ERR_MODULE_NOT_FOUND');
+    expect(required.otel).toBe('MODULE_NOT_FOUND');
+    expect(imported.otel).toBe('ERR_MODULE_NOT_FOUND');
   });
 
   it('nestjs-redlock/core loads and locks where no @nestjs/* nor rxjs can be resolved, from either build', async () => {
