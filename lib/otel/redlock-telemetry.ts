@@ -38,7 +38,9 @@ export interface RedlockTelemetryOptions {
 }
 
 const SCOPE = 'nestjs-redlock';
-const BASE: Attributes = { 'db.system.name': 'redis' };
+// Both spellings of the database system: `db.system` (older semantic
+// conventions, still read by most backends) and `db.system.name`.
+const BASE: Attributes = { 'db.system': 'redis', 'db.system.name': 'redis' };
 
 type Traced = { error?: unknown; valueHash?: string };
 

@@ -222,4 +222,33 @@ describe('lock events on diagnostics_channel', () => {
     expect(Number.isNaN(lock.acquiredAt)).toBe(true);
     await lock.release();
   });
+
+  it('logs a lost lock as a warning that names the resources, not the lock value', async () => {
+    const warnings: string[] = [];
+    const logged = new Redlock({
+      clients: quorumUrls(),
+      keyPrefix: prefix,
+      logger: { warn: (message) => warnings.push(message) },
+    });
+    try {
+      let value = '';
+      const running = logged
+        .using(
+          'logged',
+          async (lock) => {
+            value = lock.value;
+            await Promise.all(admin.map((c) => c.del(`${prefix}logged`)));
+            while (!lock.signal.aborted) await sleep(20);
+          },
+          { ttl: 300 },
+        )
+        .catch((e: unknown) => e);
+      await running;
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/"logged" was lost/);
+      expect(warnings[0]).not.toContain(value);
+    } finally {
+      await logged.quit();
+    }
+  });
 });

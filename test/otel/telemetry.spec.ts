@@ -148,6 +148,15 @@ describe('OpenTelemetry (nestjs-redlock/otel)', () => {
     await Promise.all(Array.from({ length: 10 }, () => stock.reserve('B2')));
     const waits = await metric('redlock.wait.duration');
     expect(counted(waits) - start).toBe(10);
+    const acquireCalls = (await metric(
+      'redlock.acquire.duration',
+    ))!.dataPoints.find((p) => p.attributes['redlock.outcome'] === 'acquired');
+    expect(
+      counted({ dataPoints: [acquireCalls] } as MetricData),
+    ).toBeGreaterThanOrEqual(11);
+    expect(
+      counted(await metric('redlock.hold.duration')),
+    ).toBeGreaterThanOrEqual(11);
     const acquisitions = await metric('redlock.acquisitions');
     const acquired = acquisitions!.dataPoints.find(
       (p) => p.attributes['redlock.outcome'] === 'acquired',
@@ -184,5 +193,20 @@ describe('OpenTelemetry (nestjs-redlock/otel)', () => {
       .find((s) => s.name === 'redlock.extend')!;
     expect(extend.attributes['error.type']).toBe('LockExtendError');
     expect(extend.status.code).toBe(2);
+  });
+
+  it('traces the fencing round of a fenced acquire', async () => {
+    const lock = await app
+      .get(LockService)
+      .acquire('fenced', { fencing: true });
+    await lock.release();
+    const fence = exporter
+      .getFinishedSpans()
+      .find((s) => s.name === 'redlock.fence')!;
+    expect(fence.attributes).toMatchObject({
+      'db.system': 'redis',
+      'redlock.resources': ['fenced'],
+      'redlock.fencing_tokens': [`fenced=${lock.fencingToken}`],
+    });
   });
 });
