@@ -13,7 +13,9 @@ export const REDLOCK_ERROR_BRAND = Symbol.for('nestjs-redlock:error');
 export abstract class RedlockError extends Error {
   readonly [REDLOCK_ERROR_BRAND] = true;
 
-  protected constructor(message: string, options?: ErrorOptions) {
+  // `{ cause }` spelled out rather than ES2022's `ErrorOptions`: the
+  // published typings compile in apps whose `lib` stops at ES2021.
+  protected constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
   }

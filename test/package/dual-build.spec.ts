@@ -6,6 +6,7 @@ import {
   mkdtempSync,
   rmSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -171,6 +172,45 @@ describe('the published package', () => {
     expect(Object.keys(source)).toEqual(expect.arrayContaining(names));
     expect(report.esm).toEqual({ held: true, released: true });
     expect(report.cjs).toEqual({ held: true, released: true });
+  });
+
+  it("its typings compile in a CommonJS app whose lib stops at ES2021, with skipLibCheck off (Nest 11 apps' settings)", async () => {
+    const app = join(consumer, 'es2021');
+    mkdirSync(app, { recursive: true });
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2021',
+          lib: ['ES2021'],
+          module: 'commonjs',
+          moduleResolution: 'node',
+          ignoreDeprecations: '6.0',
+          strict: true,
+          skipLibCheck: false,
+          noEmit: true,
+          experimentalDecorators: true,
+          emitDecoratorMetadata: true,
+          types: ['node'],
+          typeRoots: [join(root, 'node_modules/@types')],
+        },
+        files: ['app.ts'],
+      }),
+    );
+    writeFileSync(
+      join(app, 'app.ts'),
+      [
+        "import { Locked, LockService, RedlockModule } from 'nestjs-redlock';",
+        "import { Redlock } from 'nestjs-redlock/core';",
+        "import { RedlockTestingModule } from 'nestjs-redlock/testing';",
+        'export const all = [Locked, LockService, RedlockModule, Redlock, RedlockTestingModule];',
+      ].join('\n'),
+    );
+    const tsc = join(root, 'node_modules/typescript/bin/tsc');
+    const result = await run(process.execPath, [tsc, '-p', app]).catch(
+      (error: { stdout?: string }) => error,
+    );
+    expect((result as { stdout?: string }).stdout ?? '').toBe('');
   });
 
   it('an app that loads both copies still has one lock: @Locked from either copy, one call chain, errors recognised across copies', async () => {

@@ -122,6 +122,36 @@ describe('module options validation', () => {
     expect(error.message).toContain('clients[0]');
   });
 
+  it('rejects a client or client options with an ioredis keyPrefix, naming the field', () => {
+    const prefixed = new Redis({
+      port: 4,
+      lazyConnect: true,
+      keyPrefix: 'app:',
+    });
+    try {
+      const error = configError(
+        () =>
+          new Redlock({
+            clients: [three[0], prefixed, three[1]],
+            logger: quiet,
+          }),
+      );
+      expect(error.field).toBe('clients[1]');
+      expect(error.message).toContain('"app:"');
+      expect(
+        configError(
+          () =>
+            new Redlock({
+              clients: [{ port: 5, lazyConnect: true, keyPrefix: 'app:' }],
+              logger: quiet,
+            }),
+        ).field,
+      ).toBe('clients[0]');
+    } finally {
+      prefixed.disconnect();
+    }
+  });
+
   it('rejects a Redis Cluster client as a node, naming the field', () => {
     const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], {
       lazyConnect: true,

@@ -74,9 +74,19 @@ function toNode(config: unknown, i: number): RedlockNode {
       'is a Redis Cluster client, which is not supported as a node (the scripts reach keys of other slots): pass one client per independent Redis server',
     );
   }
-  if (config instanceof Redis || isRedisLike(config)) {
+  const isClient = config instanceof Redis || isRedisLike(config);
+  const keyPrefix = isClient
+    ? (config as Redis).options.keyPrefix
+    : (config as RedisOptions | null)?.keyPrefix;
+  // ioredis would prefix the lock keys and wait queues but not the release
+  // channel names, so waiters would never be woken: refuse it outright.
+  if (typeof keyPrefix === 'string' && keyPrefix.length > 0)
+    throw new RedlockConfigError(
+      `clients[${i}]`,
+      `has the ioredis keyPrefix ${show(keyPrefix)}: the library's keys and channels would be prefixed unevenly (locks under ${show(keyPrefix + 'lock:')}, release wake-ups lost); pass a client without keyPrefix and set the library's keyPrefix and metaPrefix instead`,
+    );
+  if (isClient)
     return new RedlockNode(config as Redis, nodeName(config as Redis), false);
-  }
   let client: Redis;
   if (typeof config === 'string') {
     if (!/^rediss?:\/\//.test(config)) {
