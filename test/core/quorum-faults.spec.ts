@@ -15,7 +15,7 @@ import {
 import { listenDelayed } from '../../scripts/latency-proxy.mjs';
 import { QUIT_TIMEOUT_MS } from '../../lib/core/nodes/close-client.js';
 import { KEEP_SCRIPT } from '../../lib/core/scripts/index.js';
-import { closeAll, uniquePrefix } from '../utils/nodes.js';
+import { closeAll, flushed, uniquePrefix } from '../utils/nodes.js';
 
 // These tests stop and freeze nodes, so they run on five servers of their own.
 describe('quorum under node faults (own 5 servers)', () => {
@@ -193,7 +193,10 @@ describe('quorum under node faults (own 5 servers)', () => {
     // Thawed, the frozen nodes run the queued SET and then the queued
     // release in order: no orphan key survives.
     for (const s of servers) s.thaw();
-    await new Promise((r) => setTimeout(r, 100));
+    // A PING on each of the lock's own connections answers after the
+    // commands queued before it (a fixed 100 ms was too short under the
+    // full suite's load).
+    await flushed(lock);
     expect(await keysOn(servers, `${prefix}frozen-*`)).toEqual([]);
     await lock.quit();
   });
