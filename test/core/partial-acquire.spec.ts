@@ -74,8 +74,9 @@ describe('release/renew race', () => {
       ),
     );
     expect(sections).toBe(2000);
-    // Released, not merely expired: checked well inside the 300 ms lease.
-    await new Promise((r) => setTimeout(r, 50));
+    // Released, not merely expired: checked well inside the 300 ms lease,
+    // once each node ran what redlock sent it (a PING after it).
+    await flushed(redlock);
     for (const node of nodes) expect(await node.keys(`${prefix}*`)).toEqual([]);
     // No watchdog left, and none ticking (an extension never re-creates a
     // deleted key, so the keys alone could not tell).
