@@ -160,6 +160,13 @@ export class Lock {
     return this.lost !== undefined;
   }
 
+  /** @internal How long it has been held, in ms, when its grant time was noted (see `acquiredAt`). */
+  heldFor(): number | undefined {
+    return Number.isNaN(this.acquiredAt)
+      ? undefined
+      : this.ops.clock.now() - this.acquiredAt;
+  }
+
   /** @internal Marks the lock lost and aborts its signal (once). */
   markLost(reason: string): LockLostError {
     if (!this.lost) {
@@ -169,9 +176,7 @@ export class Lock {
           resources: this.resources,
           valueHash: valueHash(this.value),
           reason,
-          holdMs: Number.isNaN(this.acquiredAt)
-            ? undefined
-            : this.ops.clock.now() - this.acquiredAt,
+          holdMs: this.heldFor(),
         });
       this.controller?.abort(this.lost);
       for (const handler of this.lostHandlers ?? []) handler();

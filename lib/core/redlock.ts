@@ -259,7 +259,7 @@ export class Redlock implements LockOperations {
   /** @internal Called by `Lock.release`. */
   releaseLock(lock: Lock): Promise<ReleaseResult> {
     if (!channels.release.hasSubscribers) return releaseLock(this.ctx, lock);
-    return traceRelease(this.ctx, lock, () => releaseLock(this.ctx, lock));
+    return traceRelease(lock, () => releaseLock(this.ctx, lock));
   }
 
   /** @internal The watchdog's batched extension (see `extendMany`). */

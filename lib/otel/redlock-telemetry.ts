@@ -158,11 +158,7 @@ export function enableRedlockTelemetry(
           ? {}
           : { 'redlock.validity_ms': a.validityMs }),
         ...(a.fencingTokens
-          ? {
-              'redlock.fencing_tokens': Object.entries(a.fencingTokens).map(
-                ([r, t]) => `${r}=${t}`,
-              ),
-            }
+          ? { 'redlock.fencing_tokens': tokenList(a.fencingTokens) }
           : {}),
         'redlock.nodes': (a.nodes ?? []).map((n) => `${n.node} ${n.outcome}`),
       };
@@ -209,11 +205,7 @@ export function enableRedlockTelemetry(
     (f) => ({
       ...(f.failure ? { 'redlock.failure': f.failure } : {}),
       ...(f.fencingTokens
-        ? {
-            'redlock.fencing_tokens': Object.entries(f.fencingTokens).map(
-              ([r, t]) => `${r}=${t}`,
-            ),
-          }
+        ? { 'redlock.fencing_tokens': tokenList(f.fencingTokens) }
         : {}),
     }),
   );
@@ -236,4 +228,11 @@ function outcomeOf(message: AcquireMessage): string {
   if (error.name === 'LockNotAcquiredError') return error.reason ?? 'busy';
   if (error.name === 'AbortError') return 'aborted';
   return 'error';
+}
+
+/** Fencing tokens as span attribute values: `resource=token`. */
+function tokenList(tokens: Readonly<Record<string, string>>): string[] {
+  return Object.entries(tokens).map(
+    ([resource, token]) => `${resource}=${token}`,
+  );
 }

@@ -2,7 +2,6 @@ import { LockExtendError } from '../errors/lock-extend.error.js';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error.js';
 import {
   checkRunOptions,
-  checkSignalOption,
   checkWatchdogOptions,
 } from '../core/config/call-options.js';
 import type {
@@ -11,19 +10,18 @@ import type {
   WatchdogOptions,
 } from '../core/config/options.js';
 import {
-  callFencing,
   callTiming,
   resolveRedlockConfig,
   type RedlockConfig,
 } from '../core/config/resolve.js';
-import { normalizeResources } from '../core/config/resources.js';
 import type { ResolvedTiming } from '../core/config/timing.js';
 import type { RedlockStats } from '../core/context.js';
 import { Lock, type LockOperations, type ReleaseResult } from '../core/lock.js';
 import type { RedlockHealth } from '../core/nodes/health.js';
 import type { LockInspection } from '../core/operations/inspect.js';
+import { resolveCall } from '../core/operations/acquire.js';
 import { hold } from '../core/operations/hold.js';
-import { abortReason } from '../core/util/abort.js';
+import { stopReason } from '../core/operations/stop.js';
 import { monotonicClock, type Clock } from '../core/util/clock.js';
 import { settledWithin } from '../core/util/timeout.js';
 import { NODE, type InMemoryRedlockOptions } from './in-memory-options.js';
@@ -89,7 +87,7 @@ export class InMemoryRedlock implements LockOperations {
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock> {
-    const call = this.resolveCall(resources, options);
+    const call = resolveCall(this.config, resources, options);
     const giveUpAt = this.clock.now() + call.timing.waitTimeout;
     for (let attempts = 1; ; attempts++) {
       this.stop(call.resources, attempts - 1, call.signal);
@@ -124,7 +122,7 @@ export class InMemoryRedlock implements LockOperations {
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock | null> {
-    const call = this.resolveCall(resources, options);
+    const call = resolveCall(this.config, resources, options);
     await Promise.resolve();
     this.stop(call.resources, 0, call.signal);
     return this.store.take(this, call, this.clock.now()) ?? null;
@@ -250,24 +248,19 @@ export class InMemoryRedlock implements LockOperations {
     });
   }
 
-  private resolveCall(resources: string | string[], options?: AcquireOptions) {
-    const names = normalizeResources(resources);
-    const timing = this.resolveTiming(options);
-    const keys = names.map((r) => this.keyOf(r));
-    const fencing = callFencing(this.config, options);
-    const signal = checkSignalOption(options?.signal);
-    return { resources: names, keys, timing, fencing, signal };
-  }
-
-  /** Why a call must stop now (aborted, or `quit()` ran), thrown. */
+  /** Throws why a call must stop now (aborted, or `quit()` ran), if it must. */
   private stop(
     resources: readonly string[],
     attempts: number,
     signal: AbortSignal | undefined,
   ): void {
-    if (signal?.aborted) throw abortReason(signal);
-    if (this.closed)
-      throw new LockNotAcquiredError(resources, attempts, 'closed', [], 0);
+    const stop = stopReason(
+      { closed: this.closed },
+      resources,
+      attempts,
+      signal,
+    );
+    if (stop !== undefined) throw stop;
   }
 
   private async shutDown(): Promise<void> {

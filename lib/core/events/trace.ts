@@ -99,30 +99,19 @@ export function traceExtend(
 
 /** Runs `lock.release()`'s work under the `release` TracingChannel. */
 export function traceRelease(
-  ctx: RedlockContext,
   lock: Lock,
   run: () => Promise<ReleaseResult>,
 ): Promise<ReleaseResult> {
   const message: ReleaseMessage = {
     resources: lock.resources,
     valueHash: valueHash(lock.value),
-    holdMs: heldFor(ctx, lock),
+    holdMs: lock.heldFor(),
   };
   return traced(channels.release, message, async () => {
     const result = await run();
     message.result = result;
     return result;
   });
-}
-
-/** How long `lock` has been held, when its grant time was noted. */
-export function heldFor(
-  ctx: Pick<RedlockContext, 'clock'>,
-  lock: Lock,
-): number | undefined {
-  return Number.isNaN(lock.acquiredAt)
-    ? undefined
-    : ctx.clock.now() - lock.acquiredAt;
 }
 
 function listOf(resources: unknown): readonly string[] {

@@ -1,7 +1,11 @@
 import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error.js';
 import { checkSignalOption } from '../config/call-options.js';
 import type { AcquireOptions } from '../config/options.js';
-import { callFencing, callTiming } from '../config/resolve.js';
+import {
+  callFencing,
+  callTiming,
+  type RedlockConfig,
+} from '../config/resolve.js';
 import { normalizeResources } from '../config/resources.js';
 import { queueLife, type ResolvedTiming } from '../config/timing.js';
 import type { RedlockContext } from '../context.js';
@@ -27,17 +31,21 @@ export interface AcquireCall {
   readonly line: string;
 }
 
-/** Validates and resolves the arguments of `acquire()` / `tryAcquire()`. */
+/**
+ * Validates and resolves the arguments of `acquire()` / `tryAcquire()` for
+ * an instance of `config` (the in-memory lock of `nestjs-redlock/testing`
+ * resolves its calls here too).
+ */
 export function resolveCall(
-  ctx: RedlockContext,
+  config: RedlockConfig,
   resources: string | string[],
   options: AcquireOptions | undefined,
 ): AcquireCall {
   const names = normalizeResources(resources);
-  const timing = callTiming(ctx.config, options);
-  const keyPrefix = ctx.config.keyPrefix;
+  const timing = callTiming(config, options);
+  const keyPrefix = config.keyPrefix;
   const keys = names.map((r) => keyPrefix + r);
-  const fencing = callFencing(ctx.config, options);
+  const fencing = callFencing(config, options);
   const signal = checkSignalOption(options?.signal);
   return {
     resources: names,
@@ -56,7 +64,7 @@ export async function acquire(
   options?: AcquireOptions,
   trace?: AcquireTrace,
 ): Promise<Lock> {
-  const call = resolveCall(ctx, resources, options);
+  const call = resolveCall(ctx.config, resources, options);
   const { timing, signal, line } = call;
   const stop = stopReason(ctx, call.resources, 0, signal);
   if (stop !== undefined) throw stop;

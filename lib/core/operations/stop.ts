@@ -7,7 +7,7 @@ import { abortReason } from '../util/abort.js';
  * reason), or `quit()` ran. `undefined` to go on.
  */
 export function stopReason(
-  ctx: RedlockContext,
+  ctx: Pick<RedlockContext, 'closed'>,
   resources: readonly string[],
   attempts: number,
   signal: AbortSignal | undefined,

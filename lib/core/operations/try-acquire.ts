@@ -16,7 +16,7 @@ export async function tryAcquire(
   options?: AcquireOptions,
   trace?: AcquireTrace,
 ): Promise<Lock | null> {
-  const call = resolveCall(ctx, resources, options);
+  const call = resolveCall(ctx.config, resources, options);
   // As acquire(): borrowed clients stay open after quit(), and a lock
   // taken now could not even be released.
   const stop = stopReason(ctx, call.resources, 0, call.signal);
