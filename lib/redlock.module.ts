@@ -25,7 +25,7 @@ import { ConfigurableModuleClass } from './redlock.module-definition.js';
  * Global by default. Clients the module creates from URLs or options
  * connect while the application initialises and are closed on application
  * shutdown, after the locks still held are released; client instances
- * passed in are left to their owner. Each import with a `name` is a lock
+ * passed in are left to their owner, unless `closeClients` hands them over. Each import with a `name` is a lock
  * set of its own: `@InjectLockService(name)`, `@Locked(key, { lockSet: name })`.
  *
  * @publicApi

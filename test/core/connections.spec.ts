@@ -203,6 +203,37 @@ describe('connection settings reach the nodes unchanged', () => {
     await borrowed.quit();
   });
 
+  it('closeClients: quit() releases what is held, then closes the instances passed in', async () => {
+    const given = new Redis({
+      port: server.port,
+      host: '127.0.0.1',
+      password: 's3cret',
+      lazyConnect: true,
+    });
+    const redlock = new Redlock({
+      clients: [given],
+      closeClients: true,
+      logger: quiet,
+    });
+    // Owned, so connected by the library like the clients it creates.
+    expect(await redlock.ready()).toBe(true);
+    await redlock.acquire('handed-over');
+    expect(await admin.exists('lock:handed-over')).toBe(1);
+    await redlock.quit();
+    expect(given.status).toBe('end');
+    expect(await admin.exists('lock:handed-over')).toBe(0);
+  });
+
+  it('closeClients must be a boolean', () => {
+    expect(
+      () =>
+        new Redlock({
+          clients: [`redis://127.0.0.1:${server.port}`],
+          closeClients: 'yes' as unknown as boolean,
+        }),
+    ).toThrow(/closeClients/);
+  });
+
   it('lazyConnect: the clients it creates connect at ready() or at the first lock, not at construction', async () => {
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     const named = (name: string) => [

@@ -19,6 +19,7 @@ export const REDLOCK_DEFAULTS = {
   onLockLost: 'throw' as OnLockLost,
   fencing: false,
   lazyConnect: false,
+  closeClients: false,
   restartQuarantine: 0,
   shutdownTimeout: 5_000,
 } as const;

@@ -4,8 +4,8 @@ import type { Clock } from '../util/clock.js';
 import type { WaitStrategy } from '../waiting/wait-strategy.js';
 
 /**
- * One Redis master: an ioredis instance (borrowed: never closed by the
- * library), or a URL (`redis://`, `rediss://` for TLS, with user, password
+ * One Redis master: an ioredis instance (borrowed: closed by the library
+ * only with `closeClients`), or a URL (`redis://`, `rediss://` for TLS, with user, password
  * and db) or `RedisOptions` from which the library creates and owns a client.
  *
  * @publicApi
@@ -159,6 +159,16 @@ export interface RedlockOptions extends LockTimingOptions {
    * then). Client instances passed in are left as they are.
    */
   lazyConnect?: boolean;
+  /**
+   * Take ownership of the ioredis instances passed in `clients`: `quit()`
+   * (and so `app.close()`) closes them after the locks still held are
+   * released, as it closes the clients it creates from URLs. Default
+   * false: they are left to their owner, who must close them only after
+   * `quit()` (in Nest, in `onApplicationShutdown` or later); closed
+   * before, the releases sent at shutdown cannot reach their nodes and
+   * the keys stay until their lease ends.
+   */
+  closeClients?: boolean;
   /**
    * "Delayed restart" on the client side, in ms: a node counts toward a
    * quorum only once it has been up this long (its uptime is read at every

@@ -15,6 +15,7 @@ export interface RedlockConfig {
   readonly fencing: boolean;
   readonly localHandoff: number;
   readonly lazyConnect: boolean;
+  readonly closeClients: boolean;
   readonly restartQuarantine: number;
   readonly shutdownTimeout: number;
   /** The options it was resolved from (calls override their timing). */
@@ -86,6 +87,9 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
   const lazyConnect =
     optionalBoolean('lazyConnect', options.lazyConnect) ??
     REDLOCK_DEFAULTS.lazyConnect;
+  const closeClients =
+    optionalBoolean('closeClients', options.closeClients) ??
+    REDLOCK_DEFAULTS.closeClients;
   const restartQuarantine =
     options.restartQuarantine ?? REDLOCK_DEFAULTS.restartQuarantine;
   requireNonNegative('restartQuarantine', restartQuarantine);
@@ -101,6 +105,7 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
     fencing,
     localHandoff,
     lazyConnect,
+    closeClients,
     restartQuarantine,
     shutdownTimeout,
     options,

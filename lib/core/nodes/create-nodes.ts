@@ -20,16 +20,22 @@ const OWNED_CLIENT_DEFAULTS: RedisOptions = {
 /**
  * Turns the configured clients into nodes, rejecting an empty list and the
  * same node listed twice. Clients created here are owned (closed by
- * `closeNodes`) and not connected yet (see `connectOwned`).
+ * `closeNodes`) and not connected yet (see `connectOwned`); instances
+ * passed in are owned only with `closeClients`.
  */
-export function createNodes(configs: unknown): RedlockNode[] {
+export function createNodes(
+  configs: unknown,
+  closeClients = false,
+): RedlockNode[] {
   if (!Array.isArray(configs) || configs.length === 0) {
     throw new RedlockConfigError(
       'clients',
       `must list at least one Redis node, got ${show(configs)}`,
     );
   }
-  const nodes = configs.map((config: unknown, i) => toNode(config, i));
+  const nodes = configs.map((config: unknown, i) =>
+    toNode(config, i, closeClients),
+  );
   const seen = new Map<string, number>();
   const instances = new Map<Redis, number>();
   nodes.forEach((node, i) => {
@@ -65,7 +71,11 @@ export async function closeNodes(nodes: readonly RedlockNode[]): Promise<void> {
   await Promise.all(nodes.map((node) => node.close()));
 }
 
-function toNode(config: unknown, i: number): RedlockNode {
+function toNode(
+  config: unknown,
+  i: number,
+  closeClients: boolean,
+): RedlockNode {
   // A Cluster client looks like a client (evalsha, options), and would
   // only fail at the first lock, inside the scripts.
   if ((config as { isCluster?: unknown } | null)?.isCluster === true) {
@@ -86,7 +96,11 @@ function toNode(config: unknown, i: number): RedlockNode {
       `has the ioredis keyPrefix ${show(keyPrefix)}: the library's keys and channels would be prefixed unevenly (locks under ${show(keyPrefix + 'lock:')}, release wake-ups lost); pass a client without keyPrefix and set the library's keyPrefix and metaPrefix instead`,
     );
   if (isClient)
-    return new RedlockNode(config as Redis, nodeName(config as Redis), false);
+    return new RedlockNode(
+      config as Redis,
+      nodeName(config as Redis),
+      closeClients,
+    );
   let client: Redis;
   if (typeof config === 'string') {
     if (!/^rediss?:\/\//.test(config)) {

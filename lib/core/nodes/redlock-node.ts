@@ -14,7 +14,7 @@ export class RedlockNode {
   constructor(
     readonly client: Redis,
     readonly name: string,
-    /** True when the library created the client and so must close it. */
+    /** True when the library closes the client: it created it, or was given it with `closeClients`. */
     readonly owned: boolean,
   ) {}
 

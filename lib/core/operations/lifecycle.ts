@@ -41,7 +41,7 @@ export function openContext(
   const config = resolveRedlockConfig(options);
   const clock = options.clock ?? monotonicClock;
   const logger = options.logger ?? console;
-  const nodes = createNodes(options.clients);
+  const nodes = createNodes(options.clients, config.closeClients);
   const { quorum, timing } = config;
   const quarantine = new RestartQuarantine(
     nodes,
