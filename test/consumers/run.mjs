@@ -1,0 +1,277 @@
+#!/usr/bin/env node
+// The consumer-app check: the package as users install it. Builds the
+// library (unless --no-build, then dist/ must exist), packs it with
+// `npm pack`, and for each app template under test/consumers/apps copies it
+// to a scratch folder, installs its dependencies from the npm registry plus
+// the tarball (`npm install <tgz>`), compiles it (`npm run build`: tsc) and
+// runs its jest suite (`npm test`) against redis-server processes started
+// here, whose URLs it gets in REDIS_URLS. An app passes when tsc and jest
+// exit 0 within their time limits and jest's --detectOpenHandles output
+// names no open handle. One line per app, exit 1 on any failure.
+//
+//   node test/consumers/run.mjs [--no-build] [--keep] [--only=<app>,...]
+//
+// Each app has its own node_modules: npm aliases of @nestjs/* cannot hold
+// Nest 11 and 12 side by side (peer conflicts). The npm cache
+// (--prefer-offline) makes a second run much faster than the first.
+import { spawn } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { startServers } from '../../scripts/redis-nodes.mjs';
+
+const root = resolve(import.meta.dirname, '../..');
+const templates = join(import.meta.dirname, 'apps');
+const args = process.argv.slice(2);
+const build = !args.includes('--no-build');
+const keep = args.includes('--keep');
+const only = args
+  .find((arg) => arg.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
+const NODES = 3;
+const MINUTE = 60_000;
+/** The whole run, then each step of one app. */
+const TOTAL_MS = 15 * MINUTE;
+const LIMITS = { install: 8 * MINUTE, build: 3 * MINUTE, test: 4 * MINUTE };
+
+const started = Date.now();
+const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
+/** Process groups of the commands running now, killed on timeout or signal. */
+const running = new Set();
+/** Redis servers started here, stopped by pid at the end. */
+const servers = [];
+let scratch;
+
+/**
+ * Runs a command in its own process group (so a timeout kills npm and the
+ * node processes under it), collecting stdout and stderr together.
+ */
+function sh(command, commandArgs, { cwd, env = {}, timeoutMs, exitAfter }) {
+  const begun = Date.now();
+  return new Promise((done) => {
+    const child = spawn(command, commandArgs, {
+      cwd,
+      env: { ...process.env, ...env },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    running.add(child);
+    let output = '';
+    let hung = false;
+    let grace;
+    const collect = (chunk) => {
+      output += chunk.toString();
+      if (output.length > 4_000_000) output = output.slice(-2_000_000);
+      // Done by its own account, yet still running: something keeps the
+      // event loop alive (jest --detectOpenHandles does not always say).
+      if (exitAfter && !grace && exitAfter.pattern.test(output))
+        grace = setTimeout(() => {
+          hung = true;
+          killGroup(child);
+        }, exitAfter.ms);
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child);
+    }, timeoutMs);
+    const finish = (code) => {
+      clearTimeout(timer);
+      clearTimeout(grace);
+      running.delete(child);
+      done({ code, output, timedOut, hung, ms: Date.now() - begun });
+    };
+    child.once('error', (error) => {
+      output += String(error);
+      finish(-1);
+    });
+    child.once('close', (code) => finish(code));
+  });
+}
+
+function killGroup(child) {
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+function tail(text, lines = 60) {
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+/** Why a step failed, or undefined. */
+function stepFailure(name, result, limitMs) {
+  if (result.hung)
+    return `${name} finished its work but did not exit by itself (something keeps the process alive)`;
+  if (result.timedOut)
+    return `${name} did not finish within ${seconds(limitMs)}`;
+  if (result.code !== 0) return `${name} exited with ${result.code}`;
+  return undefined;
+}
+
+/** What jest's output says against the app, beyond its exit code. */
+function jestFailure(output) {
+  if (/open handle/i.test(output))
+    return 'jest --detectOpenHandles reported an open handle';
+  if (/did not exit/i.test(output)) return 'jest did not exit by itself';
+  const tests = /Tests:\s+(.*)/.exec(output)?.[1] ?? '';
+  if (/failed/.test(tests) || !/\d+ passed/.test(tests))
+    return `jest reported: ${tests || 'no test summary'}`;
+  return undefined;
+}
+
+function versionsIn(dir) {
+  const read = (name) => {
+    try {
+      const file = join(dir, 'node_modules', name, 'package.json');
+      return JSON.parse(readFileSync(file, 'utf8')).version;
+    } catch {
+      return '?';
+    }
+  };
+  return ['@nestjs/core', 'ioredis', 'jest', 'typescript']
+    .map((name) => `${name.replace('@nestjs/', 'nest ')} ${read(name)}`)
+    .join(', ');
+}
+
+async function checkApp(name, tarball) {
+  const begun = Date.now();
+  const dir = join(scratch, name);
+  cpSync(join(templates, name), dir, {
+    recursive: true,
+    filter: (source) => !/[/\\](node_modules|dist)$/.test(source),
+  });
+  const steps = [];
+  const fail = (reason, output = '') => ({
+    name,
+    ok: false,
+    reason,
+    output,
+    steps,
+    ms: Date.now() - begun,
+  });
+
+  const install = await sh(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball],
+    { cwd: dir, timeoutMs: LIMITS.install },
+  );
+  steps.push(`install ${seconds(install.ms)}`);
+  const installFailed = stepFailure('npm install', install, LIMITS.install);
+  if (installFailed) return fail(installFailed, install.output);
+  const versions = versionsIn(dir);
+
+  const compile = await sh('npm', ['run', 'build'], {
+    cwd: dir,
+    timeoutMs: LIMITS.build,
+  });
+  steps.push(`tsc ${seconds(compile.ms)}`);
+  const compileFailed = stepFailure('tsc', compile, LIMITS.build);
+  if (compileFailed) return fail(compileFailed, compile.output);
+
+  const nodes = await startServers(NODES);
+  servers.push(...nodes);
+  try {
+    const test = await sh('npm', ['test'], {
+      cwd: dir,
+      env: { REDIS_URLS: nodes.map((node) => node.url).join(',') },
+      timeoutMs: LIMITS.test,
+      exitAfter: { pattern: /^Ran all test suites/m, ms: 15_000 },
+    });
+    steps.push(`jest ${seconds(test.ms)}`);
+    const testFailed =
+      stepFailure('jest', test, LIMITS.test) ?? jestFailure(test.output);
+    if (testFailed) return fail(testFailed, test.output);
+    const summary = /Tests:\s+(.*)/.exec(test.output)?.[1].trim();
+    return { name, ok: true, versions, summary, steps, ms: Date.now() - begun };
+  } finally {
+    await Promise.all(nodes.map((node) => node.stop()));
+  }
+}
+
+async function cleanup() {
+  for (const child of running) killGroup(child);
+  await Promise.allSettled(servers.map((server) => server.stop()));
+  if (scratch && !keep) rmSync(scratch, { recursive: true, force: true });
+}
+
+async function main() {
+  const apps = readdirSync(templates, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .filter((name) => !only || only.includes(name));
+  if (apps.length === 0) throw new Error(`no app matches --only=${only}`);
+
+  if (build) {
+    const result = await sh('npm', ['run', 'build'], {
+      cwd: root,
+      timeoutMs: 5 * MINUTE,
+    });
+    const failed = stepFailure('npm run build', result, 5 * MINUTE);
+    if (failed) throw new Error(`${failed}\n${tail(result.output)}`);
+  } else if (!existsSync(join(root, 'dist/cjs/index.js')))
+    throw new Error('dist/ is missing: run `npm run build` or drop --no-build');
+
+  scratch = mkdtempSync(join(tmpdir(), 'nestjs-redlock-consumers-'));
+  const pack = await sh(
+    'npm',
+    ['pack', '--json', '--pack-destination', scratch],
+    { cwd: root, timeoutMs: 2 * MINUTE },
+  );
+  const packFailed = stepFailure('npm pack', pack, 2 * MINUTE);
+  if (packFailed) throw new Error(`${packFailed}\n${tail(pack.output)}`);
+  const [{ filename }] = JSON.parse(
+    pack.output.slice(pack.output.indexOf('[')),
+  );
+  const tarball = join(scratch, filename);
+  console.log(`consumers: packed ${filename}; apps in ${scratch}`);
+
+  const results = await Promise.all(
+    apps.map((name) => checkApp(name, tarball)),
+  );
+  for (const result of results) {
+    const line = `${result.ok ? 'PASS' : 'FAIL'} ${result.name} ${seconds(result.ms)} (${result.steps.join(', ')})`;
+    if (result.ok)
+      console.log(`${line} [${result.versions}] ${result.summary}`);
+    else console.log(`${line}: ${result.reason}\n${tail(result.output)}\n`);
+  }
+  const failed = results.filter((result) => !result.ok).length;
+  console.log(
+    `consumers: ${results.length - failed} passed, ${failed} failed in ${seconds(Date.now() - started)}`,
+  );
+  return failed === 0;
+}
+
+const deadline = setTimeout(() => {
+  console.log(`FAIL consumers: the whole check took over ${seconds(TOTAL_MS)}`);
+  void cleanup().then(() => process.exit(1));
+}, TOTAL_MS);
+for (const signal of ['SIGINT', 'SIGTERM'])
+  process.once(signal, () => void cleanup().then(() => process.exit(130)));
+
+main()
+  .then(async (ok) => {
+    clearTimeout(deadline);
+    await cleanup();
+    process.exit(ok ? 0 : 1);
+  })
+  .catch(async (error) => {
+    clearTimeout(deadline);
+    console.log(
+      `FAIL consumers: ${error instanceof Error ? error.message : error}`,
+    );
+    await cleanup();
+    process.exit(1);
+  });
