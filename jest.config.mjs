@@ -11,6 +11,9 @@ export default {
   extensionsToTreatAsEsm: ['.ts'],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
   testMatch: ['<rootDir>/test/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
+  // Consumer app templates: run by test/consumers/run.mjs in apps of their own.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/consumers/apps/'],
+  modulePathIgnorePatterns: ['<rootDir>/test/consumers/apps/'],
   moduleNameMapper: {
     '^nestjs-redlock$': '<rootDir>/lib/index.ts',
     '^nestjs-redlock/(core|testing|terminus|otel)$': '<rootDir>/lib/$1/index.ts',
