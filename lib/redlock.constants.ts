@@ -17,6 +17,9 @@ export const REDLOCK = Symbol.for('nestjs-redlock:Redlock');
 /** Injection token of the options of one `RedlockModule` import (module-local). */
 export const REDLOCK_MODULE_OPTIONS = 'REDLOCK_MODULE_OPTIONS';
 
+/** Injection token of where one lock set's warnings go (module-local). */
+export const LOCK_SET_LOGGER = 'REDLOCK_LOCK_SET_LOGGER';
+
 /** Name of the module's logger context. */
 export const REDLOCK_LOGGER_CONTEXT = 'Redlock';
 

@@ -1,16 +1,13 @@
 import {
   Inject,
-  Logger,
   Module,
   type BeforeApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import type { Redlock } from './core/redlock.js';
-import {
-  LOCK_SET_REDLOCK,
-  REDLOCK_LOGGER_CONTEXT,
-} from './redlock.constants.js';
+import type { RedlockLogger } from './core/config/options.js';
+import { LOCK_SET_LOGGER, LOCK_SET_REDLOCK } from './redlock.constants.js';
 import { ConfigurableModuleClass } from './redlock.module-definition.js';
 
 /**
@@ -35,9 +32,11 @@ export class RedlockModule
   extends ConfigurableModuleClass
   implements OnModuleInit, BeforeApplicationShutdown
 {
-  private readonly logger = new Logger(REDLOCK_LOGGER_CONTEXT);
-
-  constructor(@Inject(LOCK_SET_REDLOCK) private readonly redlock: Redlock) {
+  constructor(
+    @Inject(LOCK_SET_REDLOCK) private readonly redlock: Redlock,
+    /** The set's logger: the `logger` option, or Nest's with the set's context. */
+    @Inject(LOCK_SET_LOGGER) private readonly logger: RedlockLogger,
+  ) {
     super();
   }
 

@@ -1,5 +1,6 @@
 import { Logger, type DynamicModule, type Provider } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+import type { RedlockLogger } from './core/config/options.js';
 import { Redlock } from './core/redlock.js';
 import { RedlockConfigError } from './errors/redlock-config.error.js';
 import type { LockSet } from './interfaces/lock-set.interface.js';
@@ -12,6 +13,7 @@ import {
   getRedlockToken,
   LOCK_SERVICE,
   LOCK_SET,
+  LOCK_SET_LOGGER,
   LOCK_SET_REDLOCK,
   REDLOCK,
   REDLOCK_LOGGER_CONTEXT,
@@ -47,15 +49,18 @@ export function lockSetDefinition(
     name === undefined ? LockService : getLockServiceToken(name);
   const providers: Provider[] = [
     {
+      // One logger for the set's Redlock and the module's start-up warning.
+      provide: LOCK_SET_LOGGER,
+      useFactory: (options: RedlockModuleOptions) =>
+        options.logger ?? new Logger(context),
+      inject: [REDLOCK_MODULE_OPTIONS],
+    },
+    {
       provide: LOCK_SET_REDLOCK,
       // Not connected yet: see RedlockModule.onModuleInit.
-      useFactory: (options: RedlockModuleOptions) =>
-        createRedlock({
-          logger: new Logger(context),
-          lazyConnect: true,
-          ...options,
-        }),
-      inject: [REDLOCK_MODULE_OPTIONS],
+      useFactory: (options: RedlockModuleOptions, logger: RedlockLogger) =>
+        createRedlock({ lazyConnect: true, ...options, logger }),
+      inject: [REDLOCK_MODULE_OPTIONS, LOCK_SET_LOGGER],
     },
     ...(name === undefined
       ? [
