@@ -178,6 +178,10 @@ export async function startTlsServer(
   const exited = new Promise<void>((resolve) =>
     child.once('exit', () => resolve()),
   );
+  // After the exit, once its output has been read to the end.
+  const closed = new Promise<void>((resolve) =>
+    child.once('close', () => resolve()),
+  );
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL');
@@ -187,6 +191,7 @@ export async function startTlsServer(
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (child.exitCode !== null) {
+      await closed;
       // A build without TLS does not know the directive.
       if (/tls-port/.test(output) && /Bad directive|unknown/i.test(output))
         throw new NoTlsBuildError(
