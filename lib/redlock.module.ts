@@ -43,7 +43,8 @@ export class RedlockModule
   /**
    * Connects the nodes, so the first lock of the app does not spend its
    * node timeout on connecting; a node that is down only costs this wait
-   * once, and locks work when a quorum comes up. Here rather than when the
+   * once, and locks work when a quorum comes up. Nodes not reachable then
+   * are logged once, with the cause. Here rather than when the
    * provider is built: a bootstrap that fails (another provider throws, or
    * the explorer's checks of `@Locked` in this module) runs no shutdown
    * hook, and connections opened before would keep the process alive. Nest
@@ -51,9 +52,22 @@ export class RedlockModule
    * of the modules that use it.
    */
   async onModuleInit(): Promise<void> {
-    if (!(await this.redlock.ready()))
+    const enough = await this.redlock.ready();
+    const { nodes, quorum } = this.redlock;
+    if (enough && nodes.every((n) => n.client.status === 'ready')) return;
+    // Said once, here: afterwards each failed lock names its nodes.
+    const report = await this.redlock.health();
+    const missing = report.nodes
+      .filter((n) => !n.up || n.quarantined)
+      .map((n) => `${n.node} (${n.quarantined ? 'quarantined' : n.error})`)
+      .join(', ');
+    if (!enough)
       this.logger.warn(
-        `Fewer than a quorum (${this.redlock.quorum}) of Redis nodes connected within 5 s: locks fail until they do`,
+        `Fewer than a quorum (${quorum} of ${nodes.length}) of Redis nodes reachable within 5 s, locks fail until they are; not reachable: ${missing}`,
+      );
+    else if (missing)
+      this.logger.warn(
+        `Redis nodes not reachable at start: ${missing}; locks go on with the others (${quorum} of ${nodes.length} needed)`,
       );
   }
 

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { RedlockConfigError } from 'nestjs-redlock';
+import { Redlock, RedlockConfigError } from 'nestjs-redlock';
+import { freePort } from '../../scripts/redis-nodes.mjs';
 import { ownNodes } from '../utils/own-nodes.js';
 
 // Health checks while nodes are stopped and frozen: own five servers.
@@ -44,6 +45,25 @@ describe('health()', () => {
     ]);
     expect(health.nodes[0].error).toEqual(expect.any(String));
     expect(health.nodes[0].latencyMs).toBeUndefined();
+  });
+
+  it('a node refusing connections: health() and a failed lock name the cause, not the client giving up', async () => {
+    const port = await freePort();
+    const redlock = new Redlock({
+      clients: [`redis://127.0.0.1:${port}`],
+      logger: { warn: () => undefined },
+    });
+    await redlock.ready(200);
+    const health = await redlock.health(500);
+    expect(health.nodes[0].error).toBe(
+      `connect ECONNREFUSED 127.0.0.1:${port}`,
+    );
+    const error = (await redlock
+      .tryAcquire('refused')
+      .catch((e: unknown) => e)) as Error;
+    expect(error.message).toContain(`connect ECONNREFUSED 127.0.0.1:${port}`);
+    expect(error.message).not.toContain('max retries');
+    await redlock.quit();
   });
 
   it('three of five frozen: not healthy, and the check ends at its timeout', async () => {

@@ -30,6 +30,7 @@ import {
   singleUrl,
   uniquePrefix,
 } from '../utils/nodes.js';
+import { freePort } from '../../scripts/redis-nodes.mjs';
 
 const prefix = uniquePrefix('module');
 
@@ -253,6 +254,58 @@ describe('RedlockModule', () => {
       // An app whose init() failed is often not closed.
       await new Promise((r) => setTimeout(r, 100));
       expect(await connectionsNamed(connection)).toBe(0);
+    });
+  });
+
+  describe('nodes not reachable at start', () => {
+    /** Boots an app on `clients` and returns the module's warnings. */
+    async function bootWarnings(clients: string[]): Promise<string[]> {
+      const warnings: string[] = [];
+      const moduleRef = await Test.createTestingModule({
+        imports: [RedlockModule.forRoot({ clients })],
+      }).compile();
+      app = moduleRef.createNestApplication({
+        logger: {
+          log: () => undefined,
+          error: () => undefined,
+          warn: (message: unknown) => warnings.push(String(message)),
+        },
+      });
+      await app.init();
+      return warnings;
+    }
+
+    it('are logged once, by name and cause, while a quorum is up', async () => {
+      const refused = `redis://127.0.0.1:${await freePort()}`;
+      const warnings = await bootWarnings([
+        ...quorumUrls().slice(0, 2),
+        refused,
+      ]);
+      const port = new URL(refused).port;
+      expect(warnings).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `not reachable at start: 127\\.0\\.0\\.1:${port} \\(connect ECONNREFUSED`,
+          ),
+        ),
+      ]);
+      // A lock still works on the two others, and says nothing more.
+      await app!.get(LockService).run('boot:ok', () => Promise.resolve());
+      expect(warnings).toHaveLength(1);
+    });
+
+    it('without a quorum, the warning names every missing node and its cause', async () => {
+      const refused = [
+        `redis://127.0.0.1:${await freePort()}`,
+        `redis://127.0.0.1:${await freePort()}`,
+      ];
+      const warnings = await bootWarnings([quorumUrls()[0], ...refused]);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/Fewer than a quorum \(2 of 3\)/);
+      for (const url of refused)
+        expect(warnings[0]).toContain(
+          `127.0.0.1:${new URL(url).port} (connect ECONNREFUSED`,
+        );
     });
   });
 

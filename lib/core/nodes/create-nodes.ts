@@ -125,9 +125,8 @@ function toNode(
       `must be an ioredis client, a redis:// URL or RedisOptions, got ${show(config)}`,
     );
   }
-  // ioredis prints unhandled 'error' events; a node being down is expected
-  // and already reported per request, so keep the console quiet.
-  client.on('error', () => undefined);
+  // The node listens to its errors (ioredis would print each as unhandled):
+  // a node being down is expected, and reported per request and by health().
   return new RedlockNode(client, nodeName(client), true);
 }
 

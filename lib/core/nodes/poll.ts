@@ -157,10 +157,10 @@ class Poll extends Deadline {
     // timeout, a closed connection) say nothing of the node's life.
     if ((error as Error | undefined)?.name === 'ReplyError')
       this.nodes[i].lastAnswer = ++answerSequence;
-    const message = error instanceof Error ? error.message : String(error);
+    const node = this.nodes[i];
     this.record(
       i,
-      { node: this.nodes[i].name, outcome: 'error', error: message },
+      { node: node.name, outcome: 'error', error: node.describeFailure(error) },
       'error',
     );
   }
@@ -213,7 +213,7 @@ class Poll extends Deadline {
     deadlines.delete(this);
     const ballots = this.ballots;
     for (let i = 0; i < ballots.length; i++)
-      ballots[i] ??= { node: this.nodes[i].name, outcome: 'timeout' };
+      ballots[i] ??= this.nodes[i].unanswered();
     this.resolve(ballots as Ballot[]);
   }
 }

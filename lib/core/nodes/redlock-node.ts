@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { NodeVote } from '../../errors/node-vote.js';
 import {
   isNoScriptError,
   runScript,
@@ -16,7 +17,45 @@ export class RedlockNode {
     readonly name: string,
     /** True when the library closes the client: it created it, or was given it with `closeClients`. */
     readonly owned: boolean,
-  ) {}
+  ) {
+    // The library listens to the errors of the clients it owns only: on a
+    // borrowed client, a listener would silence ioredis's own report of
+    // them, which its owner may rely on.
+    if (owned) {
+      client.on('error', (error: Error) => {
+        this.connectionError = error.message;
+      });
+      client.on('ready', () => {
+        this.connectionError = undefined;
+      });
+    }
+  }
+
+  /** Why the connection last failed, until it is ready again (owned clients only). */
+  private connectionError?: string;
+
+  /**
+   * The vote of this node when a request got no answer in time: a
+   * `timeout`, or the connection's failure while it is down (ioredis holds
+   * requests while it reconnects, so they time out before they fail).
+   */
+  unanswered(): NodeVote {
+    if (this.connectionError !== undefined && this.client.status !== 'ready')
+      return { node: this.name, outcome: 'error', error: this.connectionError };
+    return { node: this.name, outcome: 'timeout' };
+  }
+
+  /**
+   * What to report for a request that failed with `error`: while the
+   * client is not connected, the connection's own failure (`connect
+   * ECONNREFUSED`, `ETIMEDOUT`, `WRONGPASS`), where ioredis's rejection
+   * would only say that it gave up on the request.
+   */
+  describeFailure(error: unknown): string {
+    if (this.connectionError !== undefined && this.client.status !== 'ready')
+      return this.connectionError;
+    return error instanceof Error ? error.message : String(error);
+  }
 
   /**
    * When this node last answered a request of a poll, successfully or with
