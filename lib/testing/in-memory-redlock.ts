@@ -217,9 +217,11 @@ export class InMemoryRedlock implements LockOperations {
 
   /** @internal Called by `Lock.extend`. */
   extendLock(lock: Lock, ttl: number | undefined): Promise<void> {
-    const timing = this.resolveTiming({
-      ttl: ttl === undefined ? lock.ttl : ttl,
-    });
+    const timing = callTiming(
+      this.config,
+      { ttl: ttl === undefined ? lock.ttl : ttl },
+      '',
+    );
     const now = this.clock.now();
     if (!this.store.extend(lock, now + timing.ttl, now)) {
       const reason = 'only 0 of 1 needed nodes still held the lock';

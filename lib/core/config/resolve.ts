@@ -112,10 +112,14 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
   };
 }
 
-/** Timing for one call: the instance's, overridden by the call's options. */
+/**
+ * Timing for one call: the instance's, overridden by the call's options.
+ * `prefix` names where they came from in errors (`''` for `lock.extend(ttl)`'s argument).
+ */
 export function callTiming(
   config: RedlockConfig,
   options?: AcquireOptions,
+  prefix = 'options.',
 ): ResolvedTiming {
   if (options === undefined) return config.timing;
   if (typeof options !== 'object' || options === null) {
@@ -133,7 +137,7 @@ export function callTiming(
   ) {
     return config.timing;
   }
-  return resolveTiming(config.options, options, config.driftFactor, 'options.');
+  return resolveTiming(config.options, options, config.driftFactor, prefix);
 }
 
 /** Whether one call's lock gets fencing tokens: the call's option, else the instance's. */

@@ -29,6 +29,14 @@ export function resolveTiming(
     override?.[key] !== undefined ? override[key] : base[key];
   const ttl = pick('ttl') ?? REDLOCK_DEFAULTS.ttl;
   requirePositive(`${prefix}ttl`, ttl);
+  // A lease no longer than the drift allowance can never leave validity:
+  // every attempt would fail, reported as an outage or expiry, never as this.
+  const drift = clockDrift(ttl, driftFactor);
+  if (ttl <= drift)
+    throw new RedlockConfigError(
+      `${prefix}ttl`,
+      `must be above the clock drift allowance (ttl * driftFactor + 2 ms = ${drift} ms), or no lock is ever valid, got ${ttl}`,
+    );
   const waitTimeout = pick('waitTimeout') ?? REDLOCK_DEFAULTS.waitTimeout;
   requireNonNegative(`${prefix}waitTimeout`, waitTimeout);
   const retryDelay = pick('retryDelay') ?? REDLOCK_DEFAULTS.retryDelay;
@@ -67,7 +75,7 @@ export function resolveTiming(
     retryDelay,
     retryJitter,
     nodeTimeout,
-    drift: clockDrift(ttl, driftFactor),
+    drift,
   };
 }
 

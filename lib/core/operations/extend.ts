@@ -21,9 +21,12 @@ export async function extendLock(
   lock: Lock,
   ttl: number | undefined,
 ): Promise<void> {
-  const timing = callTiming(ctx.config, {
-    ttl: ttl === undefined ? lock.ttl : ttl,
-  });
+  // Errors name `ttl`, the argument of `lock.extend(ttl)`.
+  const timing = callTiming(
+    ctx.config,
+    { ttl: ttl === undefined ? lock.ttl : ttl },
+    '',
+  );
   const start = ctx.clock.now();
   const ballots = await poll(
     ctx.nodes,
