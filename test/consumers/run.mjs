@@ -5,11 +5,14 @@
 // to a scratch folder, installs its dependencies from the npm registry plus
 // the tarball (`npm install <tgz>`), compiles it (`npm run build`: tsc) and
 // runs its jest suite (`npm test`) against redis-server processes started
-// here, whose URLs it gets in REDIS_URLS. An app passes when tsc and jest
-// exit 0 within their time limits and jest's --detectOpenHandles output
-// names no open handle. One line per app, exit 1 on any failure.
+// here, whose URLs it gets in REDIS_URLS. VARIANTS run a template again with
+// some dependencies pinned. An app passes when tsc and jest exit 0 within
+// their time limits, jest's --detectOpenHandles output names no open handle,
+// and jest exits by itself within 15 s of its summary (a client left open
+// keeps it alive without a word). One line per app, exit 1 on any failure;
+// the whole run is bounded (TOTAL_MS).
 //
-//   node test/consumers/run.mjs [--no-build] [--keep] [--only=<app>,...]
+//   node test/consumers/run.mjs [--no-build] [--keep] [--only=<app>,...] [--jobs=2]
 //
 // Each app has its own node_modules: npm aliases of @nestjs/* cannot hold
 // Nest 11 and 12 side by side (peer conflicts). The npm cache
@@ -22,6 +25,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -32,10 +36,53 @@ const templates = join(import.meta.dirname, 'apps');
 const args = process.argv.slice(2);
 const build = !args.includes('--no-build');
 const keep = args.includes('--keep');
+/** Apps checked at once: the steps are CPU-bound (tsc, jest) but for install. */
+const jobs = Number(
+  args.find((arg) => arg.startsWith('--jobs='))?.slice('--jobs='.length) ?? 2,
+);
 const only = args
   .find((arg) => arg.startsWith('--only='))
   ?.slice('--only='.length)
   .split(',');
+/**
+ * Templates run again with dependencies pinned to the lowest versions the
+ * package's peer ranges claim (`^11`, `^5.4`, `^0.1.13`, `^7.1`), so the
+ * floors are tested, not only the newest release of each major.
+ */
+const VARIANTS = {
+  'cjs-nest11-floor': {
+    template: 'cjs-nest11',
+    pin: {
+      '@nestjs/common': '11.0.0',
+      '@nestjs/core': '11.0.0',
+      '@nestjs/platform-express': '11.0.0',
+      '@nestjs/testing': '11.0.0',
+      '@nestjs/config': '4.0.0',
+      ioredis: '5.4.0',
+      'reflect-metadata': '0.1.13',
+      rxjs: '7.1.0',
+    },
+  },
+  // @nestjs/core, platform-express and testing 12.0.0 were published with
+  // peers on @nestjs/common ^11 (npm refuses them beside common 12): their
+  // floor is 12.0.1.
+  'esm-nest12-floor': {
+    template: 'esm-nest12',
+    pin: {
+      '@nestjs/common': '12.0.0',
+      '@nestjs/core': '12.0.1',
+      '@nestjs/platform-express': '12.0.1',
+      '@nestjs/testing': '12.0.1',
+      '@nestjs/config': '12.0.0',
+      ioredis: '6.0.0',
+      'reflect-metadata': '0.1.13',
+      // The first rxjs whose package.json "exports" give its typings: with
+      // NodeNext resolution older ones leave Nest's typings (and this
+      // package's) without rxjs types (TS7016).
+      rxjs: '7.5.5',
+    },
+  },
+};
 const NODES = 3;
 const MINUTE = 60_000;
 /** The whole run, then each step of one app. */
@@ -141,18 +188,41 @@ function versionsIn(dir) {
       return '?';
     }
   };
-  return ['@nestjs/core', 'ioredis', 'jest', 'typescript']
+  return [
+    '@nestjs/core',
+    'ioredis',
+    'reflect-metadata',
+    'rxjs',
+    'jest',
+    'typescript',
+  ]
     .map((name) => `${name.replace('@nestjs/', 'nest ')} ${read(name)}`)
     .join(', ');
+}
+
+/** Pins the given dependencies of the app in `dir` to exact versions. */
+function pinVersions(dir, pin) {
+  const file = join(dir, 'package.json');
+  const manifest = JSON.parse(readFileSync(file, 'utf8'));
+  for (const [name, version] of Object.entries(pin)) {
+    const section = ['dependencies', 'devDependencies'].find(
+      (key) => manifest[key]?.[name],
+    );
+    if (!section) throw new Error(`${file} has no dependency ${name} to pin`);
+    manifest[section][name] = version;
+  }
+  writeFileSync(file, JSON.stringify(manifest, null, 2) + '\n');
 }
 
 async function checkApp(name, tarball) {
   const begun = Date.now();
   const dir = join(scratch, name);
-  cpSync(join(templates, name), dir, {
+  const { template = name, pin } = VARIANTS[name] ?? {};
+  cpSync(join(templates, template), dir, {
     recursive: true,
     filter: (source) => !/[/\\](node_modules|dist)$/.test(source),
   });
+  if (pin) pinVersions(dir, pin);
   const steps = [];
   const fail = (reason, output = '') => ({
     name,
@@ -211,6 +281,7 @@ async function main() {
   const apps = readdirSync(templates, { withFileTypes: true })
     .filter((entry) => entry.isDirectory())
     .map((entry) => entry.name)
+    .concat(Object.keys(VARIANTS))
     .filter((name) => !only || only.includes(name));
   if (apps.length === 0) throw new Error(`no app matches --only=${only}`);
 

@@ -19,6 +19,11 @@ export class OrdersController {
     return { id, count: await this.orders.incrementUnlocked(id) };
   }
 
+  @Get(':id/snapshot')
+  snapshot(@Param('id') id: string) {
+    return this.orders.snapshot(id);
+  }
+
   /** The count, and whether a quorum of nodes hold the order's lock. */
   @Get(':id')
   async show(@Param('id') id: string) {

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Locked } from 'nestjs-redlock';
+import { Observable } from 'rxjs';
 
 /**
  * Counts per order in memory, as a read, a pause and a write: two calls that
@@ -21,6 +22,21 @@ export class OrdersService {
   /** The same work without the lock: the control that shows the race. */
   async incrementUnlocked(id: string): Promise<number> {
     return this.readModifyWrite(id);
+  }
+
+  /**
+   * The count, read under the lock: an Observable method is locked per
+   * subscription, until it completes.
+   */
+  @Locked('order:<id>')
+  snapshot(id: string): Observable<{ id: string; count: number }> {
+    return new Observable((subscriber) => {
+      const timer = setTimeout(() => {
+        subscriber.next({ id, count: this.count(id) });
+        subscriber.complete();
+      }, 5);
+      return () => clearTimeout(timer);
+    });
   }
 
   count(id: string): number {

@@ -65,6 +65,11 @@ describe('orders (CommonJS, Nest 11, ioredis 5, jest 29)', () => {
     expect(counts.sort((x, y) => x - y)).toEqual(
       Array.from({ length: n }, (_, i) => i + 1),
     );
+    const snapshot = await request(b.getHttpServer()).get(
+      `/orders/${id}/snapshot`,
+    );
+    expect(snapshot.status).toBe(200);
+    expect(snapshot.body).toEqual({ id, count: n });
     const { body } = await request(a.getHttpServer()).get(`/orders/${id}`);
     expect(body).toEqual({
       id,
@@ -88,10 +93,12 @@ describe('orders (CommonJS, Nest 11, ioredis 5, jest 29)', () => {
     expect(shown.body).toMatchObject({ locked: true, key });
 
     const started = Date.now();
-    const refused = await request(a.getHttpServer()).post(
-      `/orders/${id}/increment`,
-    );
+    const [refused, snapshot] = await Promise.all([
+      request(a.getHttpServer()).post(`/orders/${id}/increment`),
+      request(b.getHttpServer()).get(`/orders/${id}/snapshot`),
+    ]);
     expect(refused.status).toBe(409);
+    expect(snapshot.status).toBe(409);
     // waitTimeout came from ConfigService (3 s by default in the app).
     expect(Date.now() - started).toBeGreaterThanOrEqual(2_500);
     const retryAfter = Number(refused.headers['retry-after']);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Locked } from 'nestjs-redlock';
+import { Observable } from 'rxjs';
 import { CounterStore } from './counter.store.js';
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -20,6 +21,23 @@ export class OrdersService {
   /** The same work without the lock: the control that shows the race. */
   async incrementUnlocked(id: string): Promise<number> {
     return this.readModifyWrite(id);
+  }
+
+  /**
+   * The count, read under the lock: an Observable method is locked per
+   * subscription, until it completes.
+   */
+  @Locked('order:<id>')
+  snapshot(id: string): Observable<{ id: string; count: number }> {
+    return new Observable((subscriber) => {
+      this.count(id).then(
+        (count) => {
+          subscriber.next({ id, count });
+          subscriber.complete();
+        },
+        (error: unknown) => subscriber.error(error),
+      );
+    });
   }
 
   count(id: string): Promise<number> {
