@@ -12,3 +12,4 @@ export {
 } from './redlock.constants.js';
 export { RedlockModule } from './redlock.module.js';
 export type { RedlockOptionsFactory } from './redlock.module-definition.js';
+export type { RetryAfter } from './utils/retry-after.js';

@@ -7,6 +7,7 @@ import { BaseExceptionFilter, HttpAdapterHost } from '@nestjs/core';
 import { throwError, type Observable } from 'rxjs';
 import { LockNotAcquiredError } from './errors/lock-not-acquired.error.js';
 import { LockServiceUnavailableError } from './errors/lock-service-unavailable.error.js';
+import { retryAfterOf } from './utils/retry-after.js';
 
 /**
  * Answers HTTP requests whose handler could not get its lock with
@@ -14,7 +15,8 @@ import { LockServiceUnavailableError } from './errors/lock-service-unavailable.e
  * nodes unreachable, or the app shutting down: `LockNotAcquiredError`, and
  * `LockServiceUnavailableError` for a call refused at shutdown): a JSON body
  * naming the resources and the reason, and a `Retry-After` header (whole
- * seconds).
+ * seconds: the `retryAfter` of the module or of `@Locked`, else the error's
+ * own hint).
  * Nest's default filter would answer 500 and cannot set headers. Registered globally by `RedlockModule`; it catches only
  * `LockNotAcquiredError`, so the app's own filters keep handling the rest,
  * and filters bound to a controller or method still take precedence.
@@ -84,7 +86,7 @@ function replyTo(
         `${error.resources.join(', ')}.`,
       resources: error.resources,
       reason: error.reason,
-      retryAfterMs: error.retryAfter,
+      retryAfterMs: retryAfterOf(error),
     };
   if (error.reason !== 'shutdown') return undefined;
   return {

@@ -65,6 +65,7 @@ export class LockInterceptor implements NestInterceptor {
       {
         caller: `@LockKey ${meta.method}`,
         skip: meta.options.onNotAcquired === 'skip',
+        retryAfter: meta.options.retryAfter ?? this.service.retryAfter,
       },
     );
   }

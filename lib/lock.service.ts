@@ -1,12 +1,14 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { RedlockHealth } from './core/nodes/health.js';
 import type { LockInspection } from './core/operations/inspect.js';
 import type { Lock } from './core/lock.js';
 import { Redlock } from './core/redlock.js';
 import type { AcquireOptions, RunOptions } from './core/config/options.js';
-import { REDLOCK } from './redlock.constants.js';
+import type { RedlockModuleOptions } from './interfaces/redlock-module-options.interface.js';
+import { REDLOCK, REDLOCK_MODULE_OPTIONS } from './redlock.constants.js';
 import { LockServiceUnavailableError } from './errors/lock-service-unavailable.error.js';
 import { currentLock } from './utils/async-context.js';
+import { adviseRetryAfter, type RetryAfter } from './utils/retry-after.js';
 import { runLocked } from './utils/run-locked.js';
 
 /**
@@ -17,7 +19,23 @@ import { runLocked } from './utils/run-locked.js';
  */
 @Injectable()
 export class LockService {
-  constructor(@Inject(REDLOCK) readonly redlock: Redlock) {}
+  /** The module's `retryAfter`, recorded on the conflicts of this service's calls. */
+  readonly retryAfter?: RetryAfter;
+
+  constructor(
+    @Inject(REDLOCK) readonly redlock: Redlock,
+    @Optional()
+    @Inject(REDLOCK_MODULE_OPTIONS)
+    options?: Pick<RedlockModuleOptions, 'retryAfter'>,
+  ) {
+    this.retryAfter = options?.retryAfter;
+  }
+
+  /** Records the module's `retryAfter` on a conflict, and rethrows it. */
+  private readonly advise = (error: unknown): never => {
+    adviseRetryAfter(error, this.retryAfter);
+    throw error;
+  };
 
   /**
    * Acquires a lock on the resources (all or nothing), waiting up to
@@ -30,7 +48,10 @@ export class LockService {
     options?: AcquireOptions,
   ): Promise<Lock> {
     if (this.redlock.isClosed) return refused('LockService.acquire');
-    return this.redlock.acquire(resources, options);
+    const acquiring = this.redlock.acquire(resources, options);
+    return this.retryAfter === undefined
+      ? acquiring
+      : acquiring.catch(this.advise);
   }
 
   /**
@@ -43,7 +64,8 @@ export class LockService {
     options?: AcquireOptions,
   ): Promise<Lock | null> {
     if (this.redlock.isClosed) return refused('LockService.tryAcquire');
-    return this.redlock.tryAcquire(resources, options);
+    const trying = this.redlock.tryAcquire(resources, options);
+    return this.retryAfter === undefined ? trying : trying.catch(this.advise);
   }
 
   /**
@@ -64,6 +86,7 @@ export class LockService {
   ): Promise<T> {
     return runLocked(this.redlock, resources, fn, options, {
       caller: 'LockService.run',
+      retryAfter: this.retryAfter,
     }) as Promise<T>;
   }
 

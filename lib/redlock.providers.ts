@@ -19,6 +19,7 @@ import {
   REDLOCK_LOGGER_CONTEXT,
   REDLOCK_MODULE_OPTIONS,
 } from './redlock.constants.js';
+import { retryAfterProblem } from './utils/retry-after.js';
 
 /**
  * The providers of one `RedlockModule` import: a lock set with its own
@@ -58,8 +59,13 @@ export function lockSetDefinition(
     {
       provide: LOCK_SET_REDLOCK,
       // Not connected yet: see RedlockModule.onModuleInit.
-      useFactory: (options: RedlockModuleOptions, logger: RedlockLogger) =>
-        createRedlock({ lazyConnect: true, ...options, logger }),
+      useFactory: (options: RedlockModuleOptions, logger: RedlockLogger) => {
+        // The module's own option: the core knows nothing of HTTP.
+        const { retryAfter, ...core } = options ?? {};
+        const problem = retryAfterProblem(retryAfter);
+        if (problem) throw new RedlockConfigError('retryAfter', problem);
+        return createRedlock({ lazyConnect: true, ...core, logger });
+      },
       inject: [REDLOCK_MODULE_OPTIONS, LOCK_SET_LOGGER],
     },
     ...(name === undefined
@@ -73,8 +79,9 @@ export function lockSetDefinition(
           { provide: getRedlockToken(name), useExisting: LOCK_SET_REDLOCK },
           {
             provide: getLockServiceToken(name),
-            useFactory: (redlock: Redlock) => new LockService(redlock),
-            inject: [LOCK_SET_REDLOCK],
+            useFactory: (redlock: Redlock, options: RedlockModuleOptions) =>
+              new LockService(redlock, options),
+            inject: [LOCK_SET_REDLOCK, REDLOCK_MODULE_OPTIONS],
           },
         ]),
     {

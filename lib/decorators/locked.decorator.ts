@@ -192,6 +192,7 @@ function invoke(
   const lockedCall = {
     caller: `@Locked ${meta.method}`,
     skip: meta.options.onNotAcquired === 'skip',
+    retryAfter: meta.options.retryAfter ?? service.retryAfter,
   };
   const call = () => Reflect.apply(original, thisArg, args) as unknown;
   if (meta.observable)

@@ -1,4 +1,5 @@
 import type { OnLockLost } from '../core/config/options.js';
+import type { RetryAfter } from '../utils/retry-after.js';
 
 /**
  * What a `@Locked` method locks:
@@ -61,4 +62,10 @@ export interface LockedOptions {
    * `@Locked` only (`LockInterceptor` uses the default set).
    */
   lockSet?: string;
+  /**
+   * The `Retry-After` of the HTTP answer when this method's lock is held
+   * elsewhere, in ms (sent as whole seconds) or a function of the conflict.
+   * Default: the module's `retryAfter`. See {@link RetryAfter}.
+   */
+  retryAfter?: RetryAfter;
 }

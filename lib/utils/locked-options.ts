@@ -2,6 +2,7 @@ import type { RunOptions } from '../core/config/options.js';
 import { ON_LOCK_LOST } from '../core/config/defaults.js';
 import { durationProblem, show } from '../core/util/validate.js';
 import type { LockedOptions } from '../interfaces/locked-options.interface.js';
+import { retryAfterProblem } from './retry-after.js';
 
 const POSITIVE = ['ttl', 'nodeTimeout', 'maxHold'] as const;
 const NON_NEGATIVE = ['waitTimeout', 'retryDelay', 'retryJitter'] as const;
@@ -15,6 +16,7 @@ const KNOWN = new Set<string>([
   ...NON_NEGATIVE,
   ...Object.keys(CHOICES),
   'lockSet',
+  'retryAfter',
 ]);
 
 /** Problems with per-decorator options, each naming the field (`options.ttl …`). */
@@ -45,6 +47,8 @@ export function checkLockedOptions(options: unknown): string[] {
         `options.${field} must be ${allowed.map((a) => (typeof a === 'string' ? `'${a}'` : String(a))).join(' or ')}, got ${show(v)}`,
       );
   }
+  const retryAfter = retryAfterProblem(o.retryAfter);
+  if (retryAfter) problems.push(`options.retryAfter ${retryAfter}`);
   if (
     o.lockSet !== undefined &&
     (typeof o.lockSet !== 'string' || o.lockSet.length === 0)
@@ -55,10 +59,11 @@ export function checkLockedOptions(options: unknown): string[] {
   return problems;
 }
 
-/** The options the core's `run` understands (everything but `onNotAcquired` and `lockSet`). */
+/** The options the core's `run` understands (all but `onNotAcquired`, `lockSet` and `retryAfter`). */
 export function toRunOptions({
   onNotAcquired: _,
   lockSet: __,
+  retryAfter: ___,
   ...rest
 }: LockedOptions): RunOptions {
   return rest;

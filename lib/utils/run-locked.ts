@@ -7,6 +7,7 @@ import type { LockLostError } from '../errors/lock-lost.error.js';
 import { LockServiceUnavailableError } from '../errors/lock-service-unavailable.error.js';
 import { isRedlockError } from '../errors/redlock.error.js';
 import { heldBy, lockContext, type LockFrame } from './async-context.js';
+import { adviseRetryAfter, type RetryAfter } from './retry-after.js';
 
 /** What `runLocked` resolves with when `skip` is set and the lock was not acquired. */
 export const SKIPPED: unique symbol = Symbol('nestjs-redlock:skipped');
@@ -17,6 +18,8 @@ export interface LockedCall {
   readonly caller: string;
   /** Resolve `SKIPPED` instead of rejecting when the lock is not acquired. */
   readonly skip?: boolean;
+  /** Recorded on the conflict that rejects the call (for the HTTP answer). */
+  readonly retryAfter?: RetryAfter;
 }
 
 /**
@@ -35,7 +38,7 @@ export async function runLocked<T>(
   resources: string | string[],
   fn: (lock: Lock) => T | Promise<T>,
   options: RunOptions | undefined,
-  { caller, skip = false }: LockedCall,
+  { caller, skip = false, retryAfter }: LockedCall,
 ): Promise<T | typeof SKIPPED> {
   const names = normalizeResources(resources);
   checkRunOptions(options);
@@ -63,6 +66,7 @@ export async function runLocked<T>(
     } catch (error) {
       leave();
       if (skip && isRedlockError(error, 'LockNotAcquiredError')) return SKIPPED;
+      adviseRetryAfter(error, retryAfter);
       throw error;
     }
   }

@@ -1,12 +1,16 @@
 import { describe, expect, it } from '@jest/globals';
 import { ReplyError } from 'ioredis';
 import { poll, type PollOptions } from '../../lib/core/nodes/poll.js';
-import type { RedlockNode } from '../../lib/core/nodes/redlock-node.js';
+import type { Redis } from 'ioredis';
+import { RedlockNode } from '../../lib/core/nodes/redlock-node.js';
 
 // poll's own bookkeeping, with requests that resolve at once (no Redis:
 // nothing here is about locking).
 describe('poll', () => {
-  const nodes = ['a', 'b', 'c'].map((name) => ({ name }) as RedlockNode);
+  // Nodes with no client behind them (borrowed: nothing listens to it).
+  const node = (name: string) =>
+    new RedlockNode({ status: 'ready' } as Redis, name, false);
+  const nodes = ['a', 'b', 'c'].map(node);
 
   it('counts a reply its judge cannot read as a failed node, without an unhandled rejection', async () => {
     const unhandled: unknown[] = [];
@@ -46,9 +50,7 @@ describe('poll', () => {
     error: () => Error,
     options?: PollOptions,
   ) => {
-    const mute = ['a', 'b', 'c'].map(
-      (name) => ({ name, lastAnswer: 0 }) as unknown as RedlockNode,
-    );
+    const mute = ['a', 'b', 'c'].map(node);
     const start = performance.now();
     const pending = poll(
       mute,
