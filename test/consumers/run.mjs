@@ -309,9 +309,15 @@ async function main() {
   const tarball = join(scratch, filename);
   console.log(`consumers: packed ${filename}; apps in ${scratch}`);
 
-  const results = await Promise.all(
-    apps.map((name) => checkApp(name, tarball)),
+  const results = [];
+  const queue = [...apps];
+  await Promise.all(
+    Array.from({ length: Math.max(1, jobs) }, async () => {
+      for (let name; (name = queue.shift());)
+        results.push(await checkApp(name, tarball));
+    }),
   );
+  results.sort((x, y) => apps.indexOf(x.name) - apps.indexOf(y.name));
   for (const result of results) {
     const line = `${result.ok ? 'PASS' : 'FAIL'} ${result.name} ${seconds(result.ms)} (${result.steps.join(', ')})`;
     if (result.ok)
