@@ -5,7 +5,12 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import {
+  describeSameServer,
+  SameServerCheck,
+} from './core/nodes/same-server.js';
 import type { Redlock } from './core/redlock.js';
+import { RedlockConfigError } from './errors/redlock-config.error.js';
 import type { RedlockLogger } from './core/config/options.js';
 import { LOCK_SET_LOGGER, LOCK_SET_REDLOCK } from './redlock.constants.js';
 import { ConfigurableModuleClass } from './redlock.module-definition.js';
@@ -22,8 +27,9 @@ import { ConfigurableModuleClass } from './redlock.module-definition.js';
  * Global by default. Clients the module creates from URLs or options
  * connect while the application initialises and are closed on application
  * shutdown, after the locks still held are released; client instances
- * passed in are left to their owner, unless `closeClients` hands them over. Each import with a `name` is a lock
- * set of its own: `@InjectLockService(name)`, `@Locked(key, { lockSet: name })`.
+ * passed in are left to their owner, unless `closeClients` hands them
+ * over. Each import with a `name` is a lock set of its own:
+ * `@InjectLockService(name)`, `@Locked(key, { lockSet: name })`.
  *
  * @publicApi
  */
@@ -53,6 +59,7 @@ export class RedlockModule
    */
   async onModuleInit(): Promise<void> {
     const enough = await this.redlock.ready();
+    await this.refuseSameServer();
     const { nodes, quorum } = this.redlock;
     if (enough && nodes.every((n) => n.client.status === 'ready')) return;
     // Said once, here: afterwards each failed lock names its nodes.
@@ -69,6 +76,24 @@ export class RedlockModule
       this.logger.warn(
         `Redis nodes not reachable at start: ${missing}; locks go on with the others (${quorum} of ${nodes.length} needed)`,
       );
+  }
+
+  /**
+   * Fails start when two entries of `clients` reached one server (see
+   * `SameServerCheck`): a quorum counted on it would be no quorum. The
+   * connections close first, as Nest runs no shutdown hook then.
+   */
+  private async refuseSameServer(): Promise<void> {
+    const { nodes } = this.redlock;
+    const quiet = { warn: () => undefined };
+    // Nodes still connecting get a second: a pair may hide among them.
+    const pair = await new SameServerCheck(nodes, quiet, false).find(1000);
+    if (!pair) return;
+    await this.redlock.quit();
+    throw new RedlockConfigError(
+      `clients[${pair.second}]`,
+      describeSameServer(nodes, pair),
+    );
   }
 
   /**

@@ -6,6 +6,7 @@ import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
 import type { Tally } from './nodes/poll.js';
 import type { RedlockNode } from './nodes/redlock-node.js';
 import type { RestartQuarantine } from './nodes/restart-quarantine.js';
+import type { SameServerCheck } from './nodes/same-server.js';
 import type { HeldLocks } from './operations/held-locks.js';
 import type { Clock } from './util/clock.js';
 import type { ReleaseListener } from './waiting/release-listener.js';
@@ -47,6 +48,8 @@ export interface RedlockContext {
   readonly reservations: Reservations;
   /** Which nodes' grants count, after restarts (see `restartQuarantine`). */
   readonly quarantine: RestartQuarantine;
+  /** Compares the nodes' run ids at each connection. */
+  readonly sameServer: SameServerCheck;
   readonly stats: RedlockStats;
   /** What a `Lock` calls back for `extend()` and `release()`. */
   readonly lockOps: LockOperations;

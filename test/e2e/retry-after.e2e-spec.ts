@@ -39,14 +39,14 @@ class OrdersController {
       conflict.resources[0] === 'order:slow' ? 30_000 : 2_000,
   })
   locked(@Param('id') id: string) {
-    return { id };
+    return Promise.resolve({ id });
   }
 
   /** @Locked without its own: the module's. */
   @Get('plain/:id')
   @Locked('order:<id>', { waitTimeout: 0 })
   plain(@Param('id') id: string) {
-    return { id };
+    return Promise.resolve({ id });
   }
 }
 

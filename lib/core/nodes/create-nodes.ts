@@ -149,12 +149,16 @@ export function nodeName(client: Redis): string {
   return `${o.host ?? 'localhost'}:${o.port ?? 6379}`;
 }
 
+/**
+ * Where a client connects: the database index left out, as two databases
+ * of one server are one node (one process, one failure). Two names of one
+ * host are told apart only at connection (`SameServerCheck`).
+ */
 function nodeIdentity(client: Redis): string {
   const o = client.options;
-  const where = o.sentinels?.length
+  return o.sentinels?.length
     ? `sentinel:${o.name}:${o.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`
     : (o.path ?? `${o.host ?? 'localhost'}:${o.port ?? 6379}`);
-  return `${where}/${o.db ?? 0}`;
 }
 
 function redact(url: string): string {

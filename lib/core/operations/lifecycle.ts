@@ -13,6 +13,7 @@ import { checkHealth, type RedlockHealth } from '../nodes/health.js';
 import { BUSY_WAIT_LIMIT } from '../nodes/poll.js';
 import { quorumRule } from '../nodes/quorum.js';
 import { RestartQuarantine } from '../nodes/restart-quarantine.js';
+import { SameServerCheck } from '../nodes/same-server.js';
 import { monotonicClock } from '../util/clock.js';
 import { deadlines } from '../util/deadline-timer.js';
 import { settledWithin } from '../util/timeout.js';
@@ -77,6 +78,7 @@ export function openContext(
       ),
     ),
     quarantine,
+    sameServer: new SameServerCheck(nodes, logger),
     stats: { acquired: 0, waited: 0, retries: 0 },
     lockOps,
     closed: false,
@@ -176,6 +178,7 @@ async function shutDown(ctx: RedlockContext): Promise<void> {
   await ctx.reservations.close();
   await ctx.releases.close();
   ctx.quarantine.close();
+  ctx.sameServer.close();
   await closeNodes(ctx.nodes);
   // The polls' shared timer may still be armed for a deadline gone by.
   deadlines.unrefWhenIdle();
