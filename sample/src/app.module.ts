@@ -1,8 +1,9 @@
 import { Module, ValidationPipe } from '@nestjs/common';
 import { APP_PIPE } from '@nestjs/core';
 import { RedlockModule } from 'nestjs-redlock';
-import { AppConfig } from './config/app-config.js';
+import { ConfigModule, ConfigService } from '@nestjs/config';
 import { AppConfigModule } from './config/app-config.module.js';
+import { splitUrls, type Environment } from './config/environment.js';
 import { HealthModule } from './health/health.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { StatsModule } from './stats/stats.module.js';
@@ -16,13 +17,17 @@ import { StoreModule } from './store/store.module.js';
     StatsModule,
     // The same app on 1 or 5 (or any N) Redis masters: only REDIS_URLS changes.
     RedlockModule.forRootAsync({
-      inject: [AppConfig],
-      useFactory: (config: AppConfig) => ({
-        clients: config.redisUrls,
-        keyPrefix: `${config.keyPrefix}lock:`,
-        metaPrefix: `${config.keyPrefix}redlock:`,
-        waitTimeout: config.lockWaitTimeoutMs,
-      }),
+      imports: [ConfigModule],
+      inject: [ConfigService],
+      useFactory: (config: ConfigService<Environment, true>) => {
+        const prefix = config.get('KEY_PREFIX', { infer: true });
+        return {
+          clients: splitUrls(config.get('REDIS_URLS', { infer: true })),
+          keyPrefix: `${prefix}lock:`,
+          metaPrefix: `${prefix}redlock:`,
+          waitTimeout: config.get('LOCK_WAIT_TIMEOUT_MS', { infer: true }),
+        };
+      },
     }),
     StockModule,
     OrdersModule,

@@ -4,7 +4,8 @@ import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { LockService } from 'nestjs-redlock';
 import { AppModule } from '../../sample/src/app.module.js';
-import { AppConfig } from '../../sample/src/config/app-config.js';
+import { ConfigService } from '@nestjs/config';
+import { validate } from '../../sample/src/config/environment.js';
 import {
   StockRepository,
   skuResource,
@@ -22,19 +23,16 @@ async function bootSample(
   prefix: string,
   lockWaitTimeoutMs: number,
 ): Promise<{ app: INestApplication; url: string }> {
-  const config: AppConfig = {
-    redisUrls: quorumUrls(),
-    stockRedisUrl: quorumUrls()[0],
-    keyPrefix: prefix,
-    locking: true,
-    checkWriteGapMs: 5,
-    lockWaitTimeoutMs,
-    port: 0,
-    host: '127.0.0.1',
-  };
+  // As the app meets it in production: environment variables, validated.
+  const env = validate({
+    REDIS_URLS: quorumUrls().join(', '),
+    STOCK_REDIS_URL: quorumUrls()[0],
+    KEY_PREFIX: prefix,
+    LOCK_WAIT_TIMEOUT_MS: String(lockWaitTimeoutMs),
+  });
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
-    .overrideProvider(AppConfig)
-    .useValue(config)
+    .overrideProvider(ConfigService)
+    .useValue(new ConfigService(env))
     .compile();
   const app = moduleRef.createNestApplication({ logger: ['error'] });
   await app.listen(0, '127.0.0.1');

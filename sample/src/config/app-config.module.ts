@@ -1,7 +1,16 @@
 import { Global, Module } from '@nestjs/common';
+import { ConfigModule } from '@nestjs/config';
 import { AppConfig } from './app-config.js';
+import { validate } from './environment.js';
 
-/** Makes {@link AppConfig} injectable everywhere, like `ConfigModule.forRoot({ isGlobal: true })`. */
+/**
+ * The environment through `@nestjs/config` (validated at start), and the
+ * sample's typed {@link AppConfig} built from it, injectable everywhere.
+ */
 @Global()
-@Module({ providers: [AppConfig], exports: [AppConfig] })
+@Module({
+  imports: [ConfigModule.forRoot({ isGlobal: true, validate })],
+  providers: [AppConfig],
+  exports: [AppConfig],
+})
 export class AppConfigModule {}
