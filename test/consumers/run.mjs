@@ -16,7 +16,7 @@
 //
 // Each app has its own node_modules: npm aliases of @nestjs/* cannot hold
 // Nest 11 and 12 side by side (peer conflicts). The npm cache
-// (--prefer-offline) makes a second run much faster than the first.
+// (--prefer-offline) makes later installs faster than the first.
 import { spawn } from 'node:child_process';
 import {
   cpSync,
@@ -29,6 +29,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+// Installs redis-server where missing (root with apt), as `npm test` does.
+import '../../scripts/ensure-redis.mjs';
 import { startServers } from '../../scripts/redis-nodes.mjs';
 
 const root = resolve(import.meta.dirname, '../..');
