@@ -5,7 +5,7 @@ import type { LocalQueue } from './handoff/local-queue.js';
 import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
 import type { Tally } from './nodes/poll.js';
 import type { RedlockNode } from './nodes/redlock-node.js';
-import type { RestartQuarantine } from './nodes/restart-quarantine.js';
+import type { NodeStanding } from './nodes/node-standing.js';
 import type { SameServerCheck } from './nodes/same-server.js';
 import type { HeldLocks } from './operations/held-locks.js';
 import type { Clock } from './util/clock.js';
@@ -46,8 +46,11 @@ export interface RedlockContext {
   readonly keepAlive: KeepAlive;
   /** Queue places that releases took for this instance's next acquire. */
   readonly reservations: Reservations;
-  /** Which nodes' grants count, after restarts (see `restartQuarantine`). */
-  readonly quarantine: RestartQuarantine;
+  /**
+   * Which nodes' grants count, after restarts (see `restartQuarantine`)
+   * and clock trouble (see `clockMonitor`, its `clockMonitor` field).
+   */
+  readonly quarantine: NodeStanding;
   /** Compares the nodes' run ids at each connection. */
   readonly sameServer: SameServerCheck;
   readonly stats: RedlockStats;

@@ -7,8 +7,9 @@
  * - `timeout`: no answer within `nodeTimeout`.
  * - `error`: the request failed (connection refused, closed, script error…).
  * - `quarantined`: the node granted, but it restarted less than
- *   `restartQuarantine` ago, so its grant does not count toward the quorum
- *   (and is taken back if the attempt fails).
+ *   `restartQuarantine` ago, or (with `clockMonitor`) its clock ran fast
+ *   not long ago, so its grant does not count toward the quorum (and is
+ *   taken back if the attempt fails).
  *
  * @publicApi
  */

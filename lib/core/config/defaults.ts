@@ -22,6 +22,10 @@ export const REDLOCK_DEFAULTS = {
   closeClients: false,
   restartQuarantine: 0,
   shutdownTimeout: 5_000,
+  clockMonitor: false,
+  /** `clockMonitor.interval`; its `exclusion` defaults to the `ttl`. */
+  clockMonitorInterval: 1_000,
+  recreateOnExtend: false,
 } as const;
 
 /** The values of `OnLockLost`, for validation (here and in `@Locked`'s). */

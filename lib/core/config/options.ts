@@ -191,6 +191,46 @@ export interface RedlockOptions extends LockTimingOptions {
    * until their lease ends).
    */
   shutdownTimeout?: number;
+  /**
+   * Watch each node's clock (`TIME`) against this client's monotonic
+   * clock: a node whose clock gains faster than `driftFactor` allows (a
+   * forward jump, or a clock running fast, which make its keys expire
+   * before the validity computed for them ends) stops counting toward a
+   * quorum, as a quarantined node does, until it has kept time for a
+   * while. `true` for the defaults, or {@link ClockMonitorOptions}.
+   * Default false (off). A jump is seen at the next reading, so the
+   * monitor narrows the hazard rather than closing it; see
+   * docs/safety.md.
+   */
+  clockMonitor?: boolean | ClockMonitorOptions;
+  /**
+   * Let an extension put a lock's key back on a node that lost it (a node
+   * that restarted empty), with `SET NX`, but only after a quorum of the
+   * other nodes extended the lock in the same round within its validity,
+   * and never where another value sits. The put-back keys do not count
+   * toward that round. A lock kept by the watchdog then survives any
+   * number of rolling restarts spaced more than a third of its lease
+   * apart. Default false: an extension never re-creates a key. See
+   * docs/safety.md for why it never makes a second holder.
+   */
+  recreateOnExtend?: boolean;
+}
+
+/**
+ * Settings of the node-clock monitor ({@link RedlockOptions.clockMonitor}).
+ *
+ * @publicApi
+ */
+export interface ClockMonitorOptions {
+  /** How often each node's clock is read, in ms. Default 1000. */
+  interval?: number;
+  /**
+   * How long, in ms, a node whose clock ran fast stays out of the quorum
+   * after the last reading that showed it: set it to at least the longest
+   * `ttl` any client uses, since a lock taken before the jump may count on
+   * the node until then. Default: the instance's `ttl`.
+   */
+  exclusion?: number;
 }
 
 /**

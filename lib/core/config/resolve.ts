@@ -1,8 +1,21 @@
 import { RedlockConfigError } from '../../errors/redlock-config.error.js';
-import { optionalBoolean, requireNonNegative, show } from '../util/validate.js';
+import {
+  optionalBoolean,
+  requireNonNegative,
+  requirePositive,
+  show,
+} from '../util/validate.js';
 import { REDLOCK_DEFAULTS } from './defaults.js';
 import type { AcquireOptions, RedlockOptions } from './options.js';
 import { resolveTiming, type ResolvedTiming } from './timing.js';
+
+/** The node-clock monitor's settings, resolved (see `RedlockOptions.clockMonitor`). */
+export interface ClockMonitorSettings {
+  /** Time between two readings of each node's clock, in ms. */
+  readonly interval: number;
+  /** How long a node stays out after its last reading out of bounds, in ms. */
+  readonly exclusion: number;
+}
 
 /** The settings of a `Redlock` instance, with defaults filled in and checked. */
 export interface RedlockConfig {
@@ -18,6 +31,9 @@ export interface RedlockConfig {
   readonly closeClients: boolean;
   readonly restartQuarantine: number;
   readonly shutdownTimeout: number;
+  /** The node-clock monitor's settings; `undefined` when it is off. */
+  readonly clockMonitor?: ClockMonitorSettings;
+  readonly recreateOnExtend: boolean;
   /** The options it was resolved from (calls override their timing). */
   readonly options: RedlockOptions;
 }
@@ -96,6 +112,10 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
   const shutdownTimeout =
     options.shutdownTimeout ?? REDLOCK_DEFAULTS.shutdownTimeout;
   requireNonNegative('shutdownTimeout', shutdownTimeout);
+  const clockMonitor = resolveClockMonitor(options.clockMonitor, timing.ttl);
+  const recreateOnExtend =
+    optionalBoolean('recreateOnExtend', options.recreateOnExtend) ??
+    REDLOCK_DEFAULTS.recreateOnExtend;
   return {
     driftFactor,
     timing,
@@ -108,8 +128,30 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
     closeClients,
     restartQuarantine,
     shutdownTimeout,
+    clockMonitor,
+    recreateOnExtend,
     options,
   };
+}
+
+/** `clockMonitor`: off, on with the defaults (`true`), or its settings. */
+function resolveClockMonitor(
+  value: unknown,
+  ttl: number,
+): ClockMonitorSettings | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) value = {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new RedlockConfigError(
+      'clockMonitor',
+      `must be true, false or { interval?, exclusion? }, got ${show(value)}`,
+    );
+  const { interval, exclusion } = value as Record<string, unknown>;
+  const every = interval ?? REDLOCK_DEFAULTS.clockMonitorInterval;
+  const out = exclusion ?? ttl;
+  requirePositive('clockMonitor.interval', every);
+  requireNonNegative('clockMonitor.exclusion', out);
+  return { interval: every, exclusion: out };
 }
 
 /**

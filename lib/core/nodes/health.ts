@@ -20,6 +20,12 @@ export interface NodeHealth {
    * read yet): it does not count toward the quorum.
    */
   readonly quarantined?: true;
+  /**
+   * Up, but its clock gained on this client's faster than `driftFactor`
+   * allows not long ago (see `clockMonitor`): it does not count toward the
+   * quorum.
+   */
+  readonly clockSuspect?: true;
 }
 
 /**
@@ -29,7 +35,8 @@ export interface NodeHealth {
  */
 export interface RedlockHealth {
   /**
-   * A quorum of nodes answered in time (quarantined ones do not count): a
+   * A quorum of nodes answered in time (quarantined and clock-suspect
+   * ones do not count): a
    * lock attempt made now would reach enough nodes (whether it is granted
    * depends on who holds the lock).
    */
@@ -56,12 +63,15 @@ export const HEALTH_TIMEOUT_MS = 1000;
  * passed, whichever comes first: a frozen or unreachable node costs the
  * timeout, never more (a plain `client.ping()` on a frozen node waits as
  * long as the connection stays open, minutes on a hung host).
+ * `counts(i)`: whether the restart quarantine lets node `i` count;
+ * `clockSuspect(i)`: whether the clock monitor holds it out.
  */
 export async function checkHealth(
   nodes: readonly RedlockNode[],
   quorum: number,
   timeoutMs: number,
   counts: (index: number) => boolean,
+  clockSuspect: (index: number) => boolean = () => false,
 ): Promise<RedlockHealth> {
   const start = performance.now();
   const latencies = new Array<number | undefined>(nodes.length);
@@ -82,12 +92,18 @@ export async function checkHealth(
     if (outcome !== 'granted')
       return { node, up: false, error: error ?? outcome };
     const latencyMs = round(latencies[i] ?? 0);
-    return counts(i)
-      ? { node, up: true, latencyMs }
-      : { node, up: true, latencyMs, quarantined: true };
+    return {
+      node,
+      up: true,
+      latencyMs,
+      ...(counts(i) ? {} : { quarantined: true }),
+      ...(clockSuspect(i) ? { clockSuspect: true } : {}),
+    };
   });
   const up = report.filter((n) => n.up).length;
-  const counted = report.filter((n) => n.up && !n.quarantined).length;
+  const counted = report.filter(
+    (n) => n.up && !n.quarantined && !n.clockSuspect,
+  ).length;
   return { healthy: counted >= quorum, up, quorum, nodes: report };
 }
 

@@ -11,6 +11,11 @@ import {
   EXTEND_SCRIPT,
 } from '../scripts/index.js';
 import { withTimeout } from '../util/timeout.js';
+import {
+  recreateMissing,
+  untilAllAnswered,
+  type Recreation,
+} from './recreate.js';
 
 /** Locks per extend-many script call (a pipeline per node carries all calls of a tick). */
 const EXTEND_CHUNK = 500;
@@ -28,13 +33,18 @@ export async function extendLock(
     '',
   );
   const start = ctx.clock.now();
+  const { recreateOnExtend } = ctx.config;
+  const clocks = ctx.quarantine.clockMonitor;
   const ballots = await poll(
     ctx.nodes,
     (node) =>
       node.run(EXTEND_SCRIPT, lock.keys, [lock.value, Math.ceil(timing.ttl)]),
-    (reply) => (reply === 1 ? 'granted' : 'busy'),
+    // A node whose clock ran fast may drop the key early: its extension
+    // does not count (the restart quarantine's nodes do: see there).
+    (reply, i) =>
+      reply !== 1 ? 'busy' : clocks.counts(i) ? 'granted' : 'quarantined',
     timing.nodeTimeout,
-    ctx.isDecided,
+    recreateOnExtend ? untilAllAnswered(ctx.quorum) : ctx.isDecided,
     { limitMs: timing.ttl - timing.drift },
   );
   const failure = settleExtension(
@@ -47,6 +57,14 @@ export async function extendLock(
   );
   if (failure) throw new LockExtendError(lock.resources, failure, ballots);
   ctx.keepAlive.rescheduled(lock);
+  if (recreateOnExtend) {
+    // Nodes that answered and do not hold our value (restarted empty).
+    const perNode = new Map<number, Recreation[]>();
+    ballots.forEach((b, i) => {
+      if (b.outcome === 'busy') perNode.set(i, [{ lock, ttl: timing.ttl }]);
+    });
+    if (perNode.size) await recreateMissing(ctx, perNode, timing.nodeTimeout);
+  }
 }
 
 /**
@@ -122,8 +140,13 @@ export async function extendMany(
     shortest / 2,
   );
   const votes = new Uint16Array(locks.length);
+  const clocks = ctx.quarantine.clockMonitor;
+  // With recreateOnExtend: per node, the locks it refused (see extendLock).
+  const refused = ctx.config.recreateOnExtend
+    ? new Map<number, number[]>()
+    : undefined;
   await Promise.all(
-    ctx.nodes.map(async (node) => {
+    ctx.nodes.map(async (node, n) => {
       const replies = await withTimeout(
         node.runPipeline(EXTEND_MANY_SCRIPT, chunks),
         timeout,
@@ -132,14 +155,29 @@ export async function extendMany(
       replies.forEach((reply, c) => {
         if (!Array.isArray(reply)) return;
         reply.forEach((ok, j) => {
-          if (ok === 1) votes[c * EXTEND_CHUNK + j]++;
+          const l = c * EXTEND_CHUNK + j;
+          if (ok === 1 && clocks.counts(n)) votes[l]++;
+          else if (ok === 0 && refused) {
+            if (!refused.has(n)) refused.set(n, []);
+            refused.get(n)?.push(l);
+          }
         });
       });
     }),
   );
   const end = ctx.clock.now();
-  locks.forEach((lock, i) => {
-    if (!lock.isReleased)
-      settleExtension(ctx, lock, votes[i], start, leases[i], end);
-  });
+  const stood = locks.map(
+    (lock, i) =>
+      !lock.isReleased &&
+      !settleExtension(ctx, lock, votes[i], start, leases[i], end),
+  );
+  if (!refused?.size) return;
+  const perNode = new Map<number, Recreation[]>();
+  for (const [n, ls] of refused) {
+    const back = ls
+      .filter((l) => stood[l])
+      .map((l) => ({ lock: locks[l], ttl: leases[l] }));
+    if (back.length) perNode.set(n, back);
+  }
+  await recreateMissing(ctx, perNode, timeout);
 }

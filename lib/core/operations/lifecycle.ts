@@ -12,7 +12,8 @@ import {
 import { checkHealth, type RedlockHealth } from '../nodes/health.js';
 import { BUSY_WAIT_LIMIT } from '../nodes/poll.js';
 import { quorumRule } from '../nodes/quorum.js';
-import { RestartQuarantine } from '../nodes/restart-quarantine.js';
+import { ClockMonitor } from '../nodes/clock-monitor.js';
+import { NodeStanding } from '../nodes/node-standing.js';
 import { SameServerCheck } from '../nodes/same-server.js';
 import { monotonicClock } from '../util/clock.js';
 import { deadlines } from '../util/deadline-timer.js';
@@ -44,11 +45,18 @@ export function openContext(
   const logger = options.logger ?? console;
   const nodes = createNodes(options.clients, config.closeClients);
   const { quorum, timing } = config;
-  const quarantine = new RestartQuarantine(
+  const quarantine = new NodeStanding(
     nodes,
     config.restartQuarantine,
     clock,
     logger,
+    new ClockMonitor(
+      nodes,
+      config.clockMonitor,
+      config.driftFactor,
+      clock,
+      logger,
+    ),
   );
   if (!config.lazyConnect) connectOwned(nodes);
   const releases = new ReleaseListener(nodes, config.metaPrefix, quorum);
@@ -143,8 +151,12 @@ export function health(
         error: 'closed',
       })),
     });
-  return checkHealth(ctx.nodes, ctx.quorum, timeoutMs, (i) =>
-    ctx.quarantine.counts(i),
+  return checkHealth(
+    ctx.nodes,
+    ctx.quorum,
+    timeoutMs,
+    (i) => !ctx.quarantine.restarted(i),
+    (i) => ctx.quarantine.clockMonitor.suspect(i),
   );
 }
 
