@@ -20,7 +20,11 @@ import {
 /** Locks per extend-many script call (a pipeline per node carries all calls of a tick). */
 const EXTEND_CHUNK = 500;
 
-/** See `Lock.extend`: the lease set again on every node that holds our value. */
+/**
+ * See `Lock.extend`: the lease set again on every node that holds our
+ * value. With `recreateOnExtend`, once the extension stood, a second round
+ * puts the keys back on the nodes that refused (see `recreateMissing`).
+ */
 export async function extendLock(
   ctx: RedlockContext,
   lock: Lock,
@@ -100,7 +104,8 @@ function settleExtension(
  * The batched watchdog's extension: every lock by its own lease, in one
  * pipeline per node (extend-many script calls of up to EXTEND_CHUNK locks
  * each), quorum and validity counted per lock as in `extendLock`. Locks
- * that fail are marked lost and released.
+ * that fail are marked lost and released; with `recreateOnExtend`, those
+ * that stood are put back on the nodes that refused them.
  */
 export async function extendMany(
   ctx: RedlockContext,
@@ -152,11 +157,12 @@ export async function extendMany(
         timeout,
       ).catch(() => undefined);
       if (!replies) return;
+      const counted = clocks.counts(n);
       replies.forEach((reply, c) => {
         if (!Array.isArray(reply)) return;
         reply.forEach((ok, j) => {
           const l = c * EXTEND_CHUNK + j;
-          if (ok === 1 && clocks.counts(n)) votes[l]++;
+          if (ok === 1 && counted) votes[l]++;
           else if (ok === 0 && refused) {
             if (!refused.has(n)) refused.set(n, []);
             refused.get(n)?.push(l);
