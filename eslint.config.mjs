@@ -4,7 +4,7 @@ import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'sample/dist/**', 'node_modules/**', 'coverage/**', 'test/consumers/apps/**', '**/*.mjs', '**/*.cjs'] },
+  { ignores: ['dist/**', 'sample/dist/**', 'node_modules/**', 'coverage/**', 'test/consumers/apps/**', '**/.scratch/**', '**/*.mjs', '**/*.cjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

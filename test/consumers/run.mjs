@@ -62,7 +62,8 @@ const VARIANTS = {
       '@nestjs/config': '4.0.0',
       ioredis: '5.4.0',
       'reflect-metadata': '0.1.13',
-      rxjs: '7.1.0',
+      // The first rxjs with finalize at its root, which the package imports.
+      rxjs: '7.2.0',
     },
   },
   // @nestjs/core, platform-express and testing 12.0.0 were published with
