@@ -120,7 +120,9 @@ export class Lock {
    * `validUntil` recomputed; rejects with `LockExtendError` when fewer than a
    * quorum extended within the new validity, when the lock's validity had
    * already run out, or when it was released. After a rejection the lock is
-   * lost (its signal aborts). An extension never re-creates an expired key.
+   * lost (its signal aborts). An extension never re-creates an expired key
+   * (with `recreateOnExtend`, a key a node lost is put back, uncounted,
+   * once a quorum of the others extended it).
    */
   async extend(ttl?: number): Promise<this> {
     if (this.released)
