@@ -1,0 +1,111 @@
+// npm run test:faults: the Jepsen-style fault harness (docs/faults.md).
+//   node test/faults/run.mjs [--ci | --full] [--only=name,name] [--no-mutants] [--ops=N]
+// --ci (the default): every scenario and mutant, bounded (CI_OPS operations
+// each, at most CI_MAX_MS), a few minutes in all. --full: FULL_OPS
+// operations per scenario. Prints one table; exits non-zero on any
+// unexpected verdict (a violation where none is allowed, a documented
+// hazard not found, a liveness failure, a mutant that survives).
+import { readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { RedisServer, startServers } from '../../scripts/redis-nodes.mjs';
+import { resetServers, runScenario, sleep } from './harness.mjs';
+import { MUTANTS, buildMutant, copyDist } from './mutants.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '../..');
+const SCRATCH = join(HERE, '.scratch');
+const CI_OPS = 1000;
+const CI_MAX_MS = 15_000;
+const FULL_OPS = 10_000;
+const FULL_MAX_MS = 600_000;
+
+const args = process.argv.slice(2);
+const full = args.includes('--full');
+const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const opsArg = Number(args.find((a) => a.startsWith('--ops='))?.slice(6)) || undefined;
+const maxMsArg = Number(args.find((a) => a.startsWith('--max-ms='))?.slice(9)) || undefined;
+const withMutants = !args.includes('--no-mutants');
+const selected = (name) => !only || only.includes(name);
+
+const scenarioFiles = readdirSync(join(HERE, 'scenarios')).filter((f) => /^\d.*\.mjs$/.test(f)).sort();
+const scenarios = [];
+for (const f of scenarioFiles) scenarios.push((await import(pathToFileURL(join(HERE, 'scenarios', f)))).default);
+const byName = new Map(scenarios.map((s) => [s.name, s]));
+for (const m of MUTANTS) if (!byName.has(m.scenario)) throw new Error(`mutant ${m.name}: no scenario ${m.scenario}`);
+
+// The library under test, and its mutants, copied out of dist/ first: a
+// rebuild of dist/ during the run changes nothing here.
+mkdirSync(SCRATCH, { recursive: true });
+const original = copyDist(join(ROOT, 'dist/esm'), join(SCRATCH, 'original'));
+const mutants = withMutants ? MUTANTS.filter((m) => selected(m.name)).map((m) => ({ ...m, dist: buildMutant(m, join(ROOT, 'dist/esm'), join(SCRATCH, m.name)) })) : [];
+
+const servers = await startServers(5);
+const store = await RedisServer.start();
+const rows = [];
+const started = Date.now();
+let stopped = false;
+const stopAll = async () => {
+  if (stopped) return;
+  stopped = true;
+  await Promise.all([...servers, store].map((s) => s.stop().catch(() => undefined)));
+};
+process.on('SIGINT', () => void stopAll().then(() => process.exit(130)));
+
+const sum = (o, keys = Object.keys(o)) => keys.reduce((a, k) => a + (o[k] ?? 0), 0);
+const showViolations = (v) => {
+  const parts = Object.entries(v).filter(([, n]) => n > 0);
+  return parts.length ? `${sum(v)} (${parts.map(([k, n]) => `${k} ${n}`).join(', ')})` : '0';
+};
+
+async function runOne(label, scenario, dist, mutant) {
+  await resetServers(servers);
+  await resetServers([store]);
+  // Nodes restarted by an earlier scenario are young: a quarantine scenario
+  // starts once every node is older than its quarantine.
+  const quarantine = scenario.config?.restartQuarantine ?? 0;
+  if (quarantine) await sleep(quarantine + 1100);
+  const ops = opsArg ?? (full && !mutant ? FULL_OPS : (scenario.ciOps ?? CI_OPS));
+  const t0 = Date.now();
+  const report = await runScenario({ scenario, ops, maxMs: maxMsArg ?? (full && !mutant ? FULL_MAX_MS : CI_MAX_MS), servers, store, dist });
+  const v = report.violations;
+  const liveness = sum(report.liveness);
+  let verdict;
+  let expected;
+  if (mutant) {
+    expected = 'found';
+    verdict = sum(v) > 0 ? 'caught' : 'SURVIVED';
+  } else if (scenario.expected === 0) {
+    expected = '0';
+    const why = scenario.require?.(report);
+    verdict = sum(v) === 0 && liveness === 0 && report.errors.length === 0 && !why ? 'pass' : 'FAIL';
+    if (why) report.requireFailed = why;
+  } else {
+    expected = `found (${scenario.expected.join(', ')})`;
+    verdict = sum(v, scenario.expected) > 0 && liveness === 0 && report.errors.length === 0 ? 'pass' : 'FAIL';
+  }
+  if (!mutant && liveness) verdict += ` (liveness: ${JSON.stringify(report.liveness)})`;
+  const row = { label, ops: report.ops, grants: report.grants, faults: report.faults, violations: showViolations(v), expected, verdict, seconds: Math.round((Date.now() - t0) / 1000), report };
+  rows.push(row);
+  console.log(`${label}: ${row.ops} ops, ${row.grants} grants, ${row.faults} faults, violations ${row.violations}, expected ${expected}: ${verdict} (${row.seconds} s)`);
+  console.log(`  ${JSON.stringify({ outcomes: report.outcomes, faults: report.faultKinds, liveness: report.liveness, info: report.info })}`);
+  if (report.errors.length) console.log(`  errors (${report.errors.length}): ${report.errors.slice(0, 3).join('\n')}`);
+}
+
+try {
+  for (const s of scenarios) if (selected(s.name)) await runOne(s.title, s, original, false);
+  for (const m of mutants) await runOne(`mutant ${m.name} (${byName.get(m.scenario).title.replace(/^\d+\w? /, '')})`, byName.get(m.scenario), m.dist, true);
+} finally {
+  await stopAll();
+}
+
+const header = ['scenario', 'operations', 'grants', 'faults injected', 'violations found', 'expected', 'verdict'];
+const table = [header, header.map(() => '---'), ...rows.map((r) => [r.label, r.ops, r.grants, r.faults, r.violations, r.expected, r.verdict])];
+console.log(`\n${full ? 'full' : 'ci'} run, ${Math.round((Date.now() - started) / 1000)} s (${full ? FULL_OPS : CI_OPS} operations per scenario${full ? `, mutants ${CI_OPS}` : ''}${opsArg ? `, --ops=${opsArg}` : ''}):\n`);
+for (const line of table) console.log(`| ${line.join(' | ')} |`);
+writeFileSync(join(SCRATCH, `report-${full ? 'full' : 'ci'}.json`), JSON.stringify(rows, null, 1));
+const bad = rows.filter((r) => !/^(pass|caught)$/.test(r.verdict));
+if (bad.length) {
+  console.log(`\n${bad.length} unexpected verdict(s): ${bad.map((r) => r.label).join('; ')}`);
+  process.exitCode = 1;
+}
