@@ -3,6 +3,7 @@ import { APP_FILTER } from '@nestjs/core';
 import type { RedlockLogger } from './core/config/options.js';
 import { Redlock } from './core/redlock.js';
 import { RedlockConfigError } from './errors/redlock-config.error.js';
+import { show } from './core/util/validate.js';
 import type { LockSet } from './interfaces/lock-set.interface.js';
 import type { RedlockModuleOptions } from './interfaces/redlock-module-options.interface.js';
 import { LockConflictFilter } from './lock-conflict.filter.js';
@@ -52,8 +53,15 @@ export function lockSetDefinition(
     {
       // One logger for the set's Redlock and the module's start-up warning.
       provide: LOCK_SET_LOGGER,
-      useFactory: (options: RedlockModuleOptions) =>
-        options.logger ?? new Logger(context),
+      useFactory: (options: RedlockModuleOptions) => {
+        // A factory of forRootAsync may resolve anything.
+        if (typeof options !== 'object' || options === null)
+          throw new RedlockConfigError(
+            'options',
+            `must be an object, got ${show(options)}`,
+          );
+        return options.logger ?? new Logger(context);
+      },
       inject: [REDLOCK_MODULE_OPTIONS],
     },
     {

@@ -357,7 +357,14 @@ describe('hostile nodes (own redis-server processes)', () => {
         let kills = 0;
         while (killing) {
           kills += Number(
-            await admin[2].client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes'),
+            await admin[2].call(
+              'CLIENT',
+              'KILL',
+              'TYPE',
+              'normal',
+              'SKIPME',
+              'yes',
+            ),
           );
           await new Promise((r) => setTimeout(r, 5));
         }

@@ -109,7 +109,15 @@ function toNode(
         `must be a redis:// or rediss:// URL, got ${show(redact(config))}`,
       );
     }
-    client = new Redis(config, OWNED_CLIENT_DEFAULTS);
+    try {
+      client = new Redis(config, OWNED_CLIENT_DEFAULTS);
+    } catch (error) {
+      // ioredis parses with WHATWG URL, which throws a bare TypeError.
+      throw new RedlockConfigError(
+        `clients[${i}]`,
+        `is not a valid URL (${(error as Error).message}): ${show(redact(config))}`,
+      );
+    }
   } else if (
     typeof config === 'object' &&
     config !== null &&
