@@ -44,7 +44,9 @@ class HostileKeys {
 
   @Locked('sku:<dto.items.*.sku>', { waitTimeout: 10_000 })
   async many(dto: { items: { sku: string }[] }): Promise<number> {
-    return LockService.current()!.resources.length;
+    // Every SKU held at once, each a resource of the one lock.
+    const held = LockService.current()!.resources.length;
+    return held === dto.items.length ? held : -1;
   }
 }
 

@@ -304,6 +304,32 @@ describe('hostile durations', () => {
         expect(await client.exists(`${prefix}v`, `${prefix}n`)).toBe(0);
       },
     );
+    it('a command Redis refuses at run time: the ReplyError passes through; commands before it stay applied, as with MULTI (docs/fencing.md)', async () => {
+      const out = await settle(() =>
+        store.exec({ resource: 'cmd', token: '1' }, [
+          ['SET', `${prefix}before`, 'x'],
+          ['NOPE', `${prefix}after`],
+        ]),
+      );
+      expect(out.status).toBe('rejected');
+      expect((out as { error: Error }).error.name).toBe('ReplyError');
+      expect(await client.get(`${prefix}before`)).toBe('x');
+      expect(await store.highest('cmd')).toBe('1');
+    });
+    it.each([[[]], [[['SET']]], [[['', 'k']]], [[['SET', '']]]])(
+      'commands %j: RedlockConfigError naming commands, nothing written',
+      async (commands) => {
+        const out = await settle(() =>
+          store.exec({ resource: 'bad', token: '1' }, commands as never),
+        );
+        expect(
+          typed(out, 'RedlockConfigError').message.startsWith(
+            'Invalid commands',
+          ),
+        ).toBe(true);
+        expect(await store.highest('bad')).toBeNull();
+      },
+    );
     it.each(['-1', '1.5', '1e3', ' 1', '01', '', 'NaN'])(
       'token %j: RedlockConfigError naming fence.token',
       async (token) => {
