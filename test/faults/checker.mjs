@@ -31,7 +31,16 @@ export function check({ cfg, ops, offsets, lostUpdates, storeLogs, kills, hung, 
   const all = ops.map((o) => {
     const d = off(o.c);
     const fix = (t) => (t === undefined ? undefined : t - d);
-    const op = { ...o, start: fix(o.start), grant: fix(o.grant), release: fix(o.release), end: fix(o.end), deadline: fix(o.deadline), lostAt: fix(o.lostAt), eps: eps(o.c) };
+    const op = {
+      ...o,
+      start: fix(o.start),
+      grant: fix(o.grant),
+      release: fix(o.release),
+      end: fix(o.end),
+      deadline: fix(o.deadline),
+      lostAt: fix(o.lostAt),
+      eps: eps(o.c),
+    };
     if (op.grant !== undefined) {
       const killed = !o.finished && killedAt.has(o.c);
       op.heldEnd = op.release ?? (killed ? killedAt.get(o.c) : op.deadline);
@@ -97,7 +106,10 @@ export function check({ cfg, ops, offsets, lostUpdates, storeLogs, kills, hung, 
   return {
     ops: all.filter((o) => o.finished).length,
     grants: granted.length,
-    outcomes: countBy(all.filter((o) => o.finished), (o) => o.outcome),
+    outcomes: countBy(
+      all.filter((o) => o.finished),
+      (o) => o.outcome,
+    ),
     violations: v,
     liveness,
     info,
@@ -127,7 +139,19 @@ function tokenRegressions(list) {
 
 const brief = (o) => {
   const t = (x) => (x === undefined ? undefined : Math.round((x - o.start) * 10) / 10);
-  return { c: o.c, w: o.w, h: o.h, start: +o.start.toFixed(1), grant: t(o.grant), firstDeadline: t(o.firstDeadline), deadline: t(o.deadline), lostAt: t(o.lostAt), release: t(o.release), exts: o.extLog?.map((e) => e.map(t)), extFail: o.extFail };
+  return {
+    c: o.c,
+    w: o.w,
+    h: o.h,
+    start: +o.start.toFixed(1),
+    grant: t(o.grant),
+    firstDeadline: t(o.firstDeadline),
+    deadline: t(o.deadline),
+    lostAt: t(o.lostAt),
+    release: t(o.release),
+    exts: o.extLog?.map((e) => e.map(t)),
+    extFail: o.extFail,
+  };
 };
 
 function countBy(xs, f) {

@@ -134,13 +134,29 @@ async function worker(w) {
     try {
       lock = await redlock.acquire(r, { waitTimeout: cfg.waitTimeout, fencing: !!cfg.fenced });
     } catch (e) {
-      send({ k: 'done', ...op, end: now(), outcome: e?.reason ?? e?.name ?? 'error', msg: e?.reason ? undefined : String(e) });
+      send({
+        k: 'done',
+        ...op,
+        end: now(),
+        outcome: e?.reason ?? e?.name ?? 'error',
+        msg: e?.reason ? undefined : String(e),
+      });
       continue;
     }
     op.grant = now();
     op.h = hash(lock.value);
     op.tok = lock.fencingToken;
-    send({ k: 'grant', id: op.id, w, r, h: op.h, tok: op.tok, start: op.start, grant: op.grant, deadline: lock.validUntil });
+    send({
+      k: 'grant',
+      id: op.id,
+      w,
+      r,
+      h: op.h,
+      tok: op.tok,
+      start: op.start,
+      grant: op.grant,
+      deadline: lock.validUntil,
+    });
     let stopWatch;
     let error;
     try {

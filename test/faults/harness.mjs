@@ -75,7 +75,7 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
   const ops = new Map(); // id -> op (client times corrected when checked)
   const lostUpdates = [];
   const register = new Map();
-  const notes = { faults: 0, kinds: {}, kills: [], errors: [] };
+  const notes = { faults: 0, kinds: {}, kills: [], errors: [], log: [] };
   let done = 0;
   let grants = 0;
   let stopping = false;
@@ -85,7 +85,9 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
 
   const proxy = cfg.proxy
     ? await startProxy(
-        Array.from({ length: cfg.clients }, (_, c) => servers.map((s, n) => ({ id: `${c}:${n}`, port: s.port }))).flat(),
+        Array.from({ length: cfg.clients }, (_, c) =>
+          servers.map((s, n) => ({ id: `${c}:${n}`, port: s.port })),
+        ).flat(),
       )
     : undefined;
 
@@ -111,7 +113,16 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
       }),
     };
     const child = fork(CLIENT, [], { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const client = { id, slot, child, best: { rtt: Infinity, offset: 0 }, pings: new Map(), ready: false, stopped: false, exited: false };
+    const client = {
+      id,
+      slot,
+      child,
+      best: { rtt: Infinity, offset: 0 },
+      pings: new Map(),
+      ready: false,
+      stopped: false,
+      exited: false,
+    };
     child.on('exit', () => (client.exited = true));
     child.on('error', () => undefined);
     child.on('message', (m) => onMessage(client, m));
@@ -204,9 +215,10 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
     get stopping() {
       return stopping;
     },
-    fault(kind, n = 1) {
+    fault(kind, n = 1, detail = undefined) {
       notes.faults += n;
       notes.kinds[kind] = (notes.kinds[kind] ?? 0) + n;
+      notes.log.push([now(), kind, detail]);
     },
     /** Ids of ops granted and not finished, per client id. */
     holding(clientId) {
@@ -248,7 +260,9 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
     },
   };
 
-  const nemesis = (scenario.nemesis ?? (async () => undefined))(h).catch((e) => notes.errors.push('nemesis: ' + (e?.stack ?? e)));
+  const nemesis = (scenario.nemesis ?? (async () => undefined))(h).catch((e) =>
+    notes.errors.push('nemesis: ' + (e?.stack ?? e)),
+  );
   while (done < target && now() - started < maxMs && clients.some((c) => !c.exited)) await sleep(100);
   stopping = true;
   await nemesis;
@@ -269,7 +283,10 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
   const offsets = Object.fromEntries(everyClient.map((c) => [c.id, c.best]));
   // FAULTS_DUMP=dir keeps each scenario's raw history, for a closer look.
   if (process.env.FAULTS_DUMP)
-    writeFileSync(join(process.env.FAULTS_DUMP, `${scenario.name}-${Date.now()}.json`), JSON.stringify({ cfg, offsets, ops: [...ops.values()], lostUpdates, kills: notes.kills }));
+    writeFileSync(
+      join(process.env.FAULTS_DUMP, `${scenario.name}-${Date.now()}.json`),
+      JSON.stringify({ cfg, offsets, ops: [...ops.values()], lostUpdates, kills: notes.kills, faults: notes.log }),
+    );
   return check({
     cfg,
     ops: [...ops.values()],

@@ -13,7 +13,11 @@ export const MUTANTS = [
     what: 'acquire takes the key whatever it holds (SET without NX)',
     scenario: 'contention',
     patches: [
-      ['core/scripts/acquire.script.js', "redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])", "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])"],
+      [
+        'core/scripts/acquire.script.js',
+        "redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])",
+        "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])",
+      ],
       ['core/scripts/acquire.script.js', 'if current and current ~= ARGV[1] then', 'if false then'],
     ],
   },
@@ -22,8 +26,16 @@ export const MUTANTS = [
     what: 'release deletes the key whoever holds it',
     scenario: 'contention',
     patches: [
-      ['core/scripts/release.script.js', "if redis.call('GET', KEYS[1]) == ARGV[1]\n      and (leave", 'if true\n      and (leave'],
-      ['core/scripts/release.script.js', "if redis.call('GET', key) == ARGV[1] and (leave", "if redis.call('EXISTS', key) == 1 and (leave"],
+      [
+        'core/scripts/release.script.js',
+        "if redis.call('GET', KEYS[1]) == ARGV[1]\n      and (leave",
+        'if true\n      and (leave',
+      ],
+      [
+        'core/scripts/release.script.js',
+        "if redis.call('GET', key) == ARGV[1] and (leave",
+        "if redis.call('EXISTS', key) == 1 and (leave",
+      ],
     ],
   },
   {
@@ -32,7 +44,11 @@ export const MUTANTS = [
     scenario: 'stall-long-sections',
     patches: [
       ['core/operations/attempt.js', 'if (granted >= ctx.quorum && validity > 0) {', 'if (granted >= ctx.quorum) {'],
-      ['core/operations/attempt.js', 'deadline: start + timing.ttl - timing.drift,', 'deadline: clock.now() + timing.ttl - timing.drift,'],
+      [
+        'core/operations/attempt.js',
+        'deadline: start + timing.ttl - timing.drift,',
+        'deadline: clock.now() + timing.ttl - timing.drift,',
+      ],
     ],
   },
   {
@@ -57,7 +73,11 @@ export const MUTANTS = [
     what: 'quorum of N/2 (2 of 5)',
     scenario: 'contention',
     patches: [
-      ['core/config/resolve.js', 'options.quorum ?? Math.floor(count / 2) + 1;', 'options.quorum ?? Math.floor(count / 2);'],
+      [
+        'core/config/resolve.js',
+        'options.quorum ?? Math.floor(count / 2) + 1;',
+        'options.quorum ?? Math.floor(count / 2);',
+      ],
       ['core/config/resolve.js', 'quorum <= count / 2 ||', 'quorum < 1 ||'],
     ],
   },

@@ -74,8 +74,7 @@ class Link {
     return this.server.address().port;
   }
   set(state) {
-    for (const dir of ['up', 'down'])
-      if (state[dir]) Object.assign(this[dir], state[dir]);
+    for (const dir of ['up', 'down']) if (state[dir]) Object.assign(this[dir], state[dir]);
     for (const p of this.pipes) p.pump();
   }
   reset() {

@@ -7,7 +7,14 @@ export default {
   name: 'node-pause',
   title: '1 SIGSTOP minority / majority of nodes',
   expected: 0,
-  config: { resources: ['r0', 'r1', 'r2', 'r3'], ttl: 500, nodeTimeout: 50, waitTimeout: 1000, pWatch: 0.02, watchHold: 2 },
+  config: {
+    resources: ['r0', 'r1', 'r2', 'r3'],
+    ttl: 500,
+    nodeTimeout: 50,
+    waitTimeout: 1000,
+    pWatch: 0.02,
+    watchHold: 2,
+  },
   async nemesis(h) {
     for (let round = 0; !h.stopping; round++) {
       const frozen = pick(round % 2 === 0 ? 1 + (round % 4 === 0 ? 1 : 0) : 3);

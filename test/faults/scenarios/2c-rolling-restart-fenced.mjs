@@ -11,8 +11,9 @@ export default {
   async nemesis(h) {
     for (let i = 0; !h.stopping; i = (i + 1) % 5) {
       await h.servers[i].kill();
-      h.fault('kill-9');
+      h.fault('kill-9', 1, i);
       await h.servers[i].restart();
+      h.fault('restarted', 0, i);
       await h.sleep(h.cfg.ttl * 1.5);
     }
   },

@@ -33,7 +33,8 @@ export default {
         case 'delay': {
           // Delay: a third of the links, up to 0.3 ttl each way.
           const ids = pickN(7, clients * 5).map((k) => `${Math.floor(k / 5)}:${k % 5}`);
-          for (const id of ids) await h.proxy.set([id], { up: { delay: rand(0, 0.3 * ttl) }, down: { delay: rand(0, 0.3 * ttl) } });
+          for (const id of ids)
+            await h.proxy.set([id], { up: { delay: rand(0, 0.3 * ttl) }, down: { delay: rand(0, 0.3 * ttl) } });
           h.fault('delay', ids.length);
           await h.sleep(2 * ttl);
           await h.proxy.heal();

@@ -32,7 +32,9 @@ export default {
         let c;
         for (let tries = 0; c === undefined && tries < 400 && !h.stopping; tries++) {
           const t = h.now();
-          c = h.clients.findIndex((cl) => !cl.exited && h.holding(cl.id).some((o) => t - o.grant > 0.25 * ttl && t - o.grant < 0.45 * ttl));
+          c = h.clients.findIndex(
+            (cl) => !cl.exited && h.holding(cl.id).some((o) => t - o.grant > 0.25 * ttl && t - o.grant < 0.45 * ttl),
+          );
           if (c < 0) c = undefined;
           if (c === undefined) await h.sleep(5);
         }

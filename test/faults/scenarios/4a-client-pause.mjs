@@ -19,9 +19,10 @@ export async function pauseHolders(h) {
       continue;
     }
     holder.child.kill('SIGSTOP');
-    h.fault('sigstop-client');
+    h.fault('sigstop-client', 1, holder.id);
     await h.sleep(h.cfg.ttl * (1.5 + Math.random() / 2));
     holder.child.kill('SIGCONT');
+    h.fault('sigcont-client', 0, holder.id);
     await h.sleep(h.cfg.ttl);
   }
 }

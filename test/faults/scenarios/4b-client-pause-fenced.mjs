@@ -7,7 +7,14 @@ export default {
   name: 'client-pause-fenced',
   title: '4 holder SIGSTOP past its lease, fenced',
   expected: 0,
-  config: { resources: ['r0', 'r1', 'r2', 'r3'], ttl: 500, waitTimeout: 1500, gap: [20, 60], checkBeforeGap: true, fenced: true },
+  config: {
+    resources: ['r0', 'r1', 'r2', 'r3'],
+    ttl: 500,
+    waitTimeout: 1500,
+    gap: [20, 60],
+    checkBeforeGap: true,
+    fenced: true,
+  },
   nemesis: pauseHolders,
   require: (report) => (report.info.rejected > 0 ? undefined : 'no stale write was refused: the pauses missed'),
 };
