@@ -89,6 +89,33 @@ describe('hostile durations', () => {
         );
       },
     );
+    it.each(
+      (['interval', 'exclusion'] as const).flatMap((f) =>
+        BAD.map((v) => [f, v] as const),
+      ),
+    )(
+      'clockMonitor.%s = %s: RedlockConfigError naming it',
+      async (field, value) => {
+        typed(
+          await settle(construct({ clockMonitor: { [field]: value } })),
+          'RedlockConfigError',
+          `clockMonitor.${field}`,
+        );
+      },
+    );
+    it.each([
+      ['recreateOnExtend', 'yes'],
+      ['clockMonitor', 1000],
+    ] as const)(
+      '%s = %j: RedlockConfigError naming it',
+      async (field, value) => {
+        typed(
+          await settle(construct({ [field]: value })),
+          'RedlockConfigError',
+          field,
+        );
+      },
+    );
     it.each([
       ['ttl', 1.5, 'ttl'],
       ['ttl', 2.02, 'ttl'],
