@@ -156,6 +156,23 @@ describe('hostile Nest inputs', () => {
     });
   });
 
+  it('a @Locked method and LockService called after app.close(): LockServiceUnavailableError (shutdown, 503); the method does not run', async () => {
+    const t = await createApp({ providers: [HostileKeys] });
+    const svc = t.app.get(HostileKeys);
+    const service = t.app.get(LockService);
+    await t.close();
+    for (const call of [
+      () => svc.one('after-close'),
+      () => service.run('after-close', () => 'ran'),
+    ]) {
+      const error = typed(
+        await settle(call),
+        'LockServiceUnavailableError',
+      ) as unknown as { reason: string; statusCode: number };
+      expect([error.reason, error.statusCode]).toEqual(['shutdown', 503]);
+    }
+  });
+
   describe('RedlockModule options: the application does not start, RedlockConfigError names the field', () => {
     const start = async (module: unknown): Promise<unknown> => {
       let app: INestApplication | undefined;
