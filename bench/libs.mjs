@@ -13,6 +13,8 @@ import * as ours from '../dist/esm/index.js';
 import { sleep } from './util.mjs';
 
 export const OURS = 'nestjs-redlock';
+/** Ours through `LockService` with per-call options (bench/user-path.mjs only). */
+export const SERVICE = 'nestjs-redlock LockService';
 export const FLOOR = 'raw ioredis';
 export const PEERS = ['redlock', '@sesamecare-oss/redlock', 'redis-semaphore', 'redlock-universal'];
 /**

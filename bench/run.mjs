@@ -84,6 +84,7 @@ const COLUMNS = {
   gaveUps: ['gave up', 0],
   violations: ['violations', 0],
   commandsPerCs: ['cmds/CS', 1],
+  cpuUsPerCs: ['CPU µs/CS', 1],
   locks: ['locks', 0],
   cpuPercent: ['CPU % core', 1],
   commandsPerSecPerNode: ['cmds/s/node', 0],

@@ -19,7 +19,7 @@ const shared = (t) => performance.timeOrigin + t;
  */
 export async function sequentialTakingTurns(libs, { durationMs, blockPairs = 100, maxBlocks = 2_000, tag }) {
   const names = Object.keys(libs);
-  const runs = Object.fromEntries(names.map((name) => [name, { acquireMs: [], releaseMs: [], elapsed: 0, pairs: 0 }]));
+  const runs = Object.fromEntries(names.map((name) => [name, { acquireMs: [], releaseMs: [], elapsed: 0, pairs: 0, cpuUs: 0 }]));
   const total = () => names.reduce((sum, name) => sum + runs[name].elapsed, 0);
   for (let block = 0; block < maxBlocks && total() < durationMs * names.length; block++) {
     for (let k = 0; k < names.length; k++) {
@@ -27,6 +27,8 @@ export async function sequentialTakingTurns(libs, { durationMs, blockPairs = 100
       const lib = libs[name];
       const run = runs[name];
       const start = now();
+      // Only this library works during its block (the others are idle).
+      const cpu0 = process.cpuUsage();
       for (let j = 0; j < blockPairs; j++) {
         const t0 = now();
         const handle = await lib.acquire(`seq:${tag}:${name}:${run.pairs++}`);
@@ -36,11 +38,12 @@ export async function sequentialTakingTurns(libs, { durationMs, blockPairs = 100
         run.releaseMs.push(now() - t1);
       }
       run.elapsed += now() - start;
+      run.cpuUs += cpuSince(cpu0);
     }
   }
   return Object.fromEntries(
     names.map((name) => {
-      const { acquireMs, releaseMs, elapsed, pairs } = runs[name];
+      const { acquireMs, releaseMs, elapsed, pairs, cpuUs } = runs[name];
       acquireMs.sort((a, b) => a - b);
       releaseMs.sort((a, b) => a - b);
       return [
@@ -51,6 +54,7 @@ export async function sequentialTakingTurns(libs, { durationMs, blockPairs = 100
           acquireP99: percentile(acquireMs, 99),
           releaseP50: percentile(releaseMs, 50),
           releaseP99: percentile(releaseMs, 99),
+          cpuUsPerPair: cpuUs / pairs,
         },
       ];
     }),
@@ -168,13 +172,16 @@ export async function hotInProcess(lib, { durationMs, workers = 16, tag }) {
     inside--;
   };
   const commands0 = sent.commands;
+  const cpu0 = process.cpuUsage();
   const start = Date.now();
   const results = await Promise.all(
     Array.from({ length: workers }, () =>
       hotWorker(lib, { key: `hot:${tag}`, endAt: start + durationMs, enter, exit }),
     ),
   );
-  return summarizeHot(results, Date.now() - start, sent.commands - commands0);
+  const summary = summarizeHot(results, Date.now() - start, sent.commands - commands0);
+  const count = results.reduce((sum, r) => sum + r.waits.length, 0);
+  return { ...summary, cpuUsPerCs: cpuSince(cpu0) / Math.max(1, count) };
 }
 
 /**
