@@ -6,6 +6,7 @@ import {
 } from '../../lib/core/nodes/drift-detector.js';
 import { resolveRedlockConfig } from '../../lib/core/config/resolve.js';
 import { RedlockConfigError } from 'nestjs-redlock';
+import { InMemoryRedlock } from 'nestjs-redlock/testing';
 
 // The rate logic of the node-clock monitor, fed made-up readings: Redis
 // cannot move its own TIME, so this is where a jump, a fast clock and a
@@ -150,6 +151,23 @@ describe('clockMonitor and recreateOnExtend options', () => {
         clockMonitor: { interval: 250, exclusion: 0 },
       }).clockMonitor,
     ).toEqual({ interval: 250, exclusion: 0 });
+  });
+
+  it('the in-memory testing lock accepts both and ignores them, and refuses them invalid alike', async () => {
+    const lock = new InMemoryRedlock({
+      clockMonitor: { interval: 10 },
+      recreateOnExtend: true,
+    });
+    const held = await lock.acquire('r');
+    await held.extend();
+    await held.release();
+    await lock.quit();
+    expect(
+      () =>
+        new InMemoryRedlock({
+          clockMonitor: { interval: -1 },
+        }),
+    ).toThrow('clockMonitor.interval');
   });
 
   it.each([
