@@ -36,7 +36,23 @@ export interface RedlockConfig {
   readonly recreateOnExtend: boolean;
   /** The options it was resolved from (calls override their timing). */
   readonly options: RedlockOptions;
+  /** Timings of calls with their own options, by their values (see `callTiming`). */
+  readonly callTimings: CallTiming[];
 }
+
+/** One call's timing options and what they resolved to (see `callTiming`). */
+interface CallTiming {
+  readonly ttl: unknown;
+  readonly waitTimeout: unknown;
+  readonly retryDelay: unknown;
+  readonly retryJitter: unknown;
+  readonly nodeTimeout: unknown;
+  readonly prefix: string;
+  readonly timing: ResolvedTiming;
+}
+
+/** Distinct per-call timings remembered per instance (the oldest goes first). */
+const CALL_TIMINGS = 4;
 
 /**
  * Validates a `Redlock`'s options, naming the field at fault in a
@@ -131,6 +147,7 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
     clockMonitor,
     recreateOnExtend,
     options,
+    callTimings: [],
   };
 }
 
@@ -170,16 +187,51 @@ export function callTiming(
       `must be an object, got ${show(options)}`,
     );
   }
+  const { ttl, waitTimeout, retryDelay, retryJitter, nodeTimeout } = options;
   if (
-    options.ttl === undefined &&
-    options.nodeTimeout === undefined &&
-    options.waitTimeout === undefined &&
-    options.retryDelay === undefined &&
-    options.retryJitter === undefined
+    ttl === undefined &&
+    nodeTimeout === undefined &&
+    waitTimeout === undefined &&
+    retryDelay === undefined &&
+    retryJitter === undefined
   ) {
     return config.timing;
   }
-  return resolveTiming(config.options, options, config.driftFactor, prefix);
+  // Applications pass the same few option values on every call (often a
+  // new object each time): merging and validating them again cost more
+  // client CPU per lock than the rest of the option handling together.
+  // Timing depends only on these values, so a strictly equal set reuses
+  // its result (one that failed validation is never remembered).
+  const seen = config.callTimings;
+  for (let i = 0; i < seen.length; i++) {
+    const c = seen[i];
+    if (
+      c.ttl === ttl &&
+      c.waitTimeout === waitTimeout &&
+      c.retryDelay === retryDelay &&
+      c.retryJitter === retryJitter &&
+      c.nodeTimeout === nodeTimeout &&
+      c.prefix === prefix
+    )
+      return c.timing;
+  }
+  const timing = resolveTiming(
+    config.options,
+    { ttl, waitTimeout, retryDelay, retryJitter, nodeTimeout },
+    config.driftFactor,
+    prefix,
+  );
+  if (seen.length === CALL_TIMINGS) seen.shift();
+  seen.push({
+    ttl,
+    waitTimeout,
+    retryDelay,
+    retryJitter,
+    nodeTimeout,
+    prefix,
+    timing,
+  });
+  return timing;
 }
 
 /** Whether one call's lock gets fencing tokens: the call's option, else the instance's. */
