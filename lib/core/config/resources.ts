@@ -9,6 +9,8 @@ export function normalizeResources(
   resources: unknown,
   field = 'resources',
 ): string[] {
+  // One resource, the common call: no set to build, nothing to sort.
+  if (typeof resources === 'string' && resources.length > 0) return [resources];
   const list = typeof resources === 'string' ? [resources] : resources;
   if (!Array.isArray(list)) {
     throw new RedlockConfigError(
