@@ -39,11 +39,6 @@ export class LocalQueue {
     return this.lines.size;
   }
 
-  /** True when a caller of this process already holds or waits for `line`. */
-  isBusy(line: string): boolean {
-    return this.lines.has(line);
-  }
-
   /** True when a caller of this process waits for its turn on `line`. */
   hasWaiters(line: string): boolean {
     return (this.lines.get(line)?.waiting.length ?? 0) > 0;
@@ -64,16 +59,7 @@ export class LocalQueue {
     signal?: AbortSignal,
   ): Promise<boolean | Lock> {
     const state = this.lines.get(line);
-    if (!state) {
-      if (this.lines.size >= this.sweepAt) this.sweep();
-      this.lines.set(line, {
-        waiting: [],
-        streak: 0,
-        streakSince: 0,
-        renewals: 0,
-      });
-      return Promise.resolve(true);
-    }
+    if (!state) return Promise.resolve(this.open(line));
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const adopted = this.adopt(state, lease);
     if (adopted) return Promise.resolve(adopted);
@@ -102,6 +88,23 @@ export class LocalQueue {
       state.waiting.push(turn);
       this.watchHolder(line, state);
     });
+  }
+
+  /**
+   * Takes the turn on `line` at once when nobody of this process holds or
+   * waits for it (then `hold` or `leave` must follow), as `enter` would,
+   * without a promise to wait for; `false` when the line is busy.
+   */
+  open(line: string): boolean {
+    if (this.lines.has(line)) return false;
+    if (this.lines.size >= this.sweepAt) this.sweep();
+    this.lines.set(line, {
+      waiting: [],
+      streak: 0,
+      streakSince: 0,
+      renewals: 0,
+    });
+    return true;
   }
 
   /**
