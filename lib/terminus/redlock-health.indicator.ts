@@ -28,7 +28,8 @@ export interface RedlockHealthCheckOptions {
  * terminus 12, `up` on 11) while a quorum does, `down` (503) below it,
  * when no lock can be taken. The
  * details give `up`, `quorum`, each node (latency or error), and name the
- * `quarantined` (restarted too recently to count) and `slow` nodes.
+ * `quarantined` (restarted too recently to count), `clockSuspect` (held
+ * out by the clock monitor) and `slow` nodes.
  *
  * ```ts
  * @Get('health')
@@ -65,12 +66,16 @@ export class RedlockHealthIndicator {
       quorum,
       nodes,
       quarantined: nodes.filter((n) => n.quarantined).map((n) => n.node),
+      clockSuspect: nodes.filter((n) => n.clockSuspect).map((n) => n.node),
       slow: nodes
         .filter((n) => n.up && (n.latencyMs ?? 0) > slowMs)
         .map((n) => n.node),
     };
     if (!healthy) return indicator.down(data);
-    const impaired = up < nodes.length || data.quarantined.length > 0;
+    const impaired =
+      up < nodes.length ||
+      data.quarantined.length > 0 ||
+      data.clockSuspect.length > 0;
     // Terminus 11 has no `degraded`: there an impaired quorum reads `up`.
     return impaired && typeof indicator.degraded === 'function'
       ? indicator.degraded(data)

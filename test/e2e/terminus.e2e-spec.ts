@@ -5,7 +5,8 @@ import {
   HealthCheckService,
   TerminusModule,
 } from '@nestjs/terminus';
-import { RedlockModule } from 'nestjs-redlock';
+import { LockService, RedlockModule } from 'nestjs-redlock';
+import type { NodeStanding } from '../../lib/core/nodes/node-standing.js';
 import { RedlockHealthIndicator } from 'nestjs-redlock/terminus';
 import { quorumUrls, singleUrl } from '../utils/nodes.js';
 
@@ -25,6 +26,20 @@ class HealthController {
       () => this.locks.isHealthy('locks', { slowMs: Number(slowMs ?? 100) }),
       () => this.locks.isHealthy('payments', { lockSet: 'payments' }),
     ]);
+  }
+}
+
+@Controller('health')
+class LocksOnlyController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly locks: RedlockHealthIndicator,
+  ) {}
+
+  @Get()
+  @HealthCheck()
+  check() {
+    return this.health.check([() => this.locks.isHealthy('locks')]);
   }
 }
 
@@ -72,6 +87,49 @@ describe('RedlockHealthIndicator (nestjs-redlock/terminus)', () => {
         quarantined: [],
         slow: [],
         nodes: [{ node: new URL(singleUrl()).host, up: true }],
+      });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('names the nodes the clock monitor holds out, and reads degraded while a quorum counts', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        TerminusModule,
+        RedlockModule.forRoot({
+          clients: quorumUrls(),
+          clockMonitor: { interval: 20 },
+          logger: { warn: () => undefined },
+        }),
+      ],
+      controllers: [LocksOnlyController],
+      providers: [RedlockHealthIndicator],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+    try {
+      const { redlock } = app.get(LockService);
+      const monitor = (redlock.quarantine as NodeStanding).clockMonitor;
+      // Node 1 read twice for real, so a made-up reading has one before it.
+      for (let i = 0; (monitor.detector(1)?.samples ?? 0) < 2 && i < 300; i++)
+        await new Promise((r) => setTimeout(r, 10));
+      // Then a reading 10 s ahead of this host's clock: the node jumped.
+      const now = redlock.clock.now();
+      monitor.record(1, {
+        sentAt: now,
+        answeredAt: now,
+        nodeTime: Date.now() + 10_000,
+      });
+      const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+      const res = await fetch(`${url}/health`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as any;
+      expect(body.details.locks).toMatchObject({
+        status: 'degraded',
+        up: 5,
+        clockSuspect: [new URL(quorumUrls()[1]).host],
+        quarantined: [],
       });
     } finally {
       await app.close();
