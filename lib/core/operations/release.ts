@@ -20,18 +20,45 @@ import { sendRelease } from './send-release.js';
  * turns), or is renewed on the nodes for it; otherwise its keys are
  * deleted on the nodes.
  */
-export async function releaseLock(
+export function releaseLock(
   ctx: RedlockContext,
   lock: Lock,
 ): Promise<ReleaseResult> {
+  // Not an async function: one that returns the release's promise cost
+  // two more microtask turns per release. It still never throws.
+  try {
+    return release(ctx, lock);
+  } catch (error) {
+    return Promise.reject(
+      error instanceof Error ? error : new Error(String(error)),
+    );
+  }
+}
+
+function release(ctx: RedlockContext, lock: Lock): Promise<ReleaseResult> {
   ctx.held.delete(lock);
-  const live = ctx.clock.now() < lock.deadline && !lock.isLost;
   const line = lineOf(lock.keys, !!lock.fencingTokens);
+  // Uncontended (nobody of this process waits for the line, and the lock
+  // never waited): no handoff below applies, as each needs one or the
+  // other, and nothing is reserved. A cold process compiled those checks.
+  if (!lock.waited && !ctx.localQueue.hasWaiters(line))
+    return releaseAndOffer(ctx, lock, line, undefined);
+  const live = ctx.clock.now() < lock.deadline && !lock.isLost;
   if (live) {
     if (handOver(ctx, lock, line))
-      return { released: true, expired: false, handedOver: true, nodes: [] };
+      return Promise.resolve({
+        released: true,
+        expired: false,
+        handedOver: true,
+        nodes: [],
+      });
     if (linger(ctx, lock, line, releaseHeldBack))
-      return { released: true, expired: false, deferred: true, nodes: [] };
+      return Promise.resolve({
+        released: true,
+        expired: false,
+        deferred: true,
+        nodes: [],
+      });
     if (mayRenew(ctx, lock, line))
       return awaitedByQuit(ctx, renewOrRelease(ctx, lock, line));
   }
