@@ -50,6 +50,9 @@ const ask = (msg) =>
 
 let stopping = false;
 const hash = (v) => createHash('sha1').update(v).digest('hex').slice(0, 10);
+// The library's own hash of a value, as in its diagnostics events (trace.mjs).
+const libHash = (v) => createHash('sha256').update(v).digest('base64url').slice(0, 16);
+if (cfg.trace) (await import('./trace.mjs')).startTrace(send, now);
 
 async function section(lock, op) {
   const { r } = op;
@@ -145,6 +148,7 @@ async function worker(w) {
     }
     op.grant = now();
     op.h = hash(lock.value);
+    if (cfg.trace) op.vh = libHash(lock.value);
     op.tok = lock.fencingToken;
     send({
       k: 'grant',
@@ -152,6 +156,7 @@ async function worker(w) {
       w,
       r,
       h: op.h,
+      vh: op.vh,
       tok: op.tok,
       start: op.start,
       grant: op.grant,

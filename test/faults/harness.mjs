@@ -70,10 +70,11 @@ export async function resetServers(servers) {
  * the library built in `dist`. Resolves with the checker's report.
  */
 export async function runScenario({ scenario, ops: target, maxMs, servers, store, dist, log }) {
-  const cfg = { ...DEFAULTS, ...scenario.config };
+  const cfg = { ...DEFAULTS, ...scenario.config, trace: !!process.env.FAULTS_TRACE };
   const started = now();
   const ops = new Map(); // id -> op (client times corrected when checked)
   const lostUpdates = [];
+  const traces = [];
   const register = new Map();
   const notes = { faults: 0, kinds: {}, kills: [], errors: [], log: [] };
   let done = 0;
@@ -184,6 +185,9 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
         reply(client, { k: 'wack', q: m.q });
         break;
       }
+      case 'trace':
+        traces.push({ c: client.id, t: m.t, ch: m.ch, ...m.m });
+        break;
       case 'stopped':
         client.stopped = true;
         client.onStopped();
@@ -285,7 +289,15 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
   if (process.env.FAULTS_DUMP)
     writeFileSync(
       join(process.env.FAULTS_DUMP, `${scenario.name}-${Date.now()}.json`),
-      JSON.stringify({ cfg, offsets, ops: [...ops.values()], lostUpdates, kills: notes.kills, faults: notes.log }),
+      JSON.stringify({
+        cfg,
+        offsets,
+        ops: [...ops.values()],
+        lostUpdates,
+        kills: notes.kills,
+        faults: notes.log,
+        traces,
+      }),
     );
   return check({
     cfg,

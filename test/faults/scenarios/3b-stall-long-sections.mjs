@@ -1,4 +1,4 @@
-// Asymmetric network faults while workers hold long sections: half of them
+// Asymmetric network faults while workers hold long sections: 30% of them
 // extend their lock late in its lease (0.3 to 0.6 ttl after the grant),
 // some run past their validity. Two faults, in turn:
 // - a stall of one client's requests (held, connection open), aimed at a
