@@ -40,6 +40,9 @@ export const MUTANTS = [
   },
   {
     name: 'no-validity-check',
+    // Its bug shows a few times per 500 operations here: a longer run keeps it from slipping through.
+    ops: 1200,
+    maxMs: 30_000,
     what: 'a quorum counts however late it came; validity counted from the reply, not from the request',
     scenario: 'stall-long-sections',
     patches: [
@@ -53,6 +56,9 @@ export const MUTANTS = [
   },
   {
     name: 'extend-recreates',
+    // Its bug shows a few times per 500 operations here: a longer run keeps it from slipping through.
+    ops: 1200,
+    maxMs: 30_000,
     what: 'an extension re-creates a missing key unconditionally',
     scenario: 'stall-long-sections',
     patches: [

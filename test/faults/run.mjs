@@ -86,12 +86,12 @@ async function runOne(label, scenario0, dist, mutant) {
   // starts once every node is older than its quarantine.
   const quarantine = scenario.config?.restartQuarantine ?? 0;
   if (quarantine) await sleep(quarantine + 1100);
-  const ops = opsArg ?? (full && !mutant ? FULL_OPS : (scenario.ciOps ?? CI_OPS));
+  const ops = opsArg ?? (full && !mutant ? FULL_OPS : (mutant?.ops ?? CI_OPS));
   const t0 = Date.now();
   const report = await runScenario({
     scenario,
     ops,
-    maxMs: maxMsArg ?? (full && !mutant ? FULL_MAX_MS : CI_MAX_MS),
+    maxMs: maxMsArg ?? (full && !mutant ? FULL_MAX_MS : (mutant?.maxMs ?? CI_MAX_MS)),
     servers,
     store,
     dist,
@@ -148,7 +148,7 @@ try {
       `mutant ${m.name} (${byName.get(m.scenario).title.replace(/^\d+\w? /, '')})`,
       byName.get(m.scenario),
       m.dist,
-      true,
+      m,
     );
 } finally {
   await stopAll();
