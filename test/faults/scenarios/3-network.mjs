@@ -13,7 +13,8 @@ export default {
   expected: 0,
   config: {
     proxy: true,
-    resources: ['r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7'],
+    resources: Array.from({ length: 12 }, (_, i) => `r${i}`),
+    workers: 6,
     ttl: 1000,
     nodeTimeout: 900,
     waitTimeout: 3000,

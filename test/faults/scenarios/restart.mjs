@@ -16,7 +16,9 @@ export async function restartHazard(h) {
     await h.servers[z].kill();
     h.fault('kill-9');
     await Promise.all([h.servers[x].restart(), h.servers[y].restart(), h.servers[z].restart()]);
-    await h.sleep(h.cfg.ttl * 1.5);
+    // Then a while with every node up and counted (with a quarantine, once
+    // it is over), so that locks are taken between two rounds.
+    await h.sleep(h.cfg.ttl * 1.5 + (h.cfg.restartQuarantine ?? 0));
   }
   await Promise.all(h.servers.filter((s) => s.pid === undefined).map((s) => s.restart()));
 }
