@@ -148,6 +148,7 @@ async function acquireInTurn(
         arrival: reserved?.arrival ?? Date.now(),
         name: reserved?.name ?? ctx.releases.member(value, lease),
         answeredAt: reserved ? ctx.nodes.map(() => reserved.sentAt) : [],
+        refusedAt: [],
       }
     : undefined;
   const waiter: Waiter = { resources, keys, value, timing, queue };

@@ -75,8 +75,14 @@ export async function attempt(
   const ballots = await poll(
     ctx.nodes,
     (node) => node.run(ACQUIRE_SCRIPT, scriptKeys, args),
-    (reply, i) =>
-      acquireReply(reply).granted ? ctx.quarantine.grant(i) : 'busy',
+    (reply, i) => {
+      const { granted, refusedAt } = acquireReply(reply);
+      // The answer to our latest attempt on node i says whether a key
+      // given to us there earlier still stood (see transferred()).
+      if (queue && start >= (queue.answeredAt[i] ?? -Infinity))
+        queue.refusedAt[i] = granted ? undefined : (refusedAt ?? NaN);
+      return granted ? ctx.quarantine.grant(i) : 'busy';
+    },
     timing.nodeTimeout,
     ctx.isDecided,
     {

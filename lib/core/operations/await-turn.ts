@@ -4,7 +4,7 @@ import { channels, valueHash } from '../events/channels.js';
 import type { Lock } from '../lock.js';
 import { abortReason } from '../util/abort.js';
 import { nodeBit } from '../util/node-mask.js';
-import type { QueuePlace } from '../waiting/queue-place.js';
+import type { GivenNotes, QueuePlace } from '../waiting/queue-place.js';
 import type { WaitContext } from '../waiting/wait-strategy.js';
 import { stopReason } from './stop.js';
 
@@ -42,7 +42,7 @@ export async function awaitTurn(
       remainingMs: context.remaining,
       holderTtlMs: context.holderTtl,
     });
-  let given = 0;
+  let given: GivenNotes | undefined;
   try {
     await ctx.waitStrategy.wait({
       ...context,
@@ -62,7 +62,7 @@ export async function awaitTurn(
   // meanwhile, as it does when the caller gave up.
   const stop = stopReason(ctx, resources, context.attempt, signal);
   if (stop !== undefined) throw stop;
-  return waiter.queue && transferred(ctx, waiter, given);
+  return waiter.queue && given && transferred(ctx, waiter, given);
 }
 
 /**
@@ -72,22 +72,29 @@ export async function awaitTurn(
  * the send time of the latest attempt node i answered: if the grant came
  * after that attempt ran, it is later than the send time; if before, that
  * attempt found the key holding our value and set it again with our lease,
- * after the send time. Either way the key lives at least until send time +
+ * after the send time, unless it was refused: then the key had expired
+ * (or was taken back) by the time it ran, and a grant before it is void.
+ * The node said when a refusal ran and when it granted, on its own clock
+ * (`refusedAt`, `given.at`): only a grant after the refusal counts (a
+ * note can arrive long after it was sent, behind a paused process or a
+ * stalled connection). Either way the key lives at least until send time +
  * lease (the take-back of a failed attempt leaves given keys, see the
  * release script). A node that answered none of our attempts gives no
- * such bound and is not counted. `given`: the nodes that gave the key
- * (bit i: node i).
+ * such bound and is not counted. `given`: the nodes that gave the key and
+ * when.
  */
 export function transferred(
   ctx: RedlockContext,
   { resources, keys, value, timing, queue }: Waiter,
-  given: number,
+  given: GivenNotes,
 ): Lock | undefined {
   if (!queue) return undefined;
   let votes = 0;
   let since = Infinity;
   queue.answeredAt.forEach((at, i) => {
-    if (!(given & nodeBit(i)) || !ctx.quarantine.counts(i)) return;
+    if (!(given.bits & nodeBit(i)) || !ctx.quarantine.counts(i)) return;
+    const refused = queue.refusedAt[i];
+    if (refused !== undefined && !(given.at[i] > refused)) return;
     votes++;
     since = Math.min(since, at);
   });

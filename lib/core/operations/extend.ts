@@ -76,6 +76,12 @@ export async function extendLock(
  * with a quorum and validity left at `now`, the lock gets its new
  * deadline; otherwise it is lost (its signal aborts) and taken back from
  * the nodes that still hold it. Returns why it failed, if it did.
+ *
+ * A quorum counted only once the lock's validity had run out proves
+ * nothing: its keys may have expired meanwhile, been taken by another
+ * holder, and been handed back to us by that holder's release (we keep
+ * our place in the wait queues while we hold), so the extension would
+ * join two holds with another holder's in between.
  */
 function settleExtension(
   ctx: RedlockContext,
@@ -86,13 +92,15 @@ function settleExtension(
   now: number,
 ): string | undefined {
   const deadline = leaseDeadline(start, ttl, ctx.config.driftFactor);
-  if (votes >= ctx.quorum && deadline > now) {
+  const lapsed = now >= lock.deadline;
+  if (votes >= ctx.quorum && deadline > now && !lapsed) {
     lock.ttl = ttl;
     lock.deadline = deadline;
     return undefined;
   }
-  const reason =
-    votes >= ctx.quorum
+  const reason = lapsed
+    ? 'the quorum answered after the lock’s validity had run out'
+    : votes >= ctx.quorum
       ? 'the quorum answered after the new validity ran out'
       : `only ${votes} of ${ctx.quorum} needed nodes still held the lock`;
   lock.markLost(`extension failed: ${reason}`);

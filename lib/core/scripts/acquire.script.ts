@@ -33,9 +33,10 @@ export const BARGE_WINDOW_MS = 250;
  * and raised by `FENCE_SCRIPT` once the client holds the lock); when
  * refused, `-2 - pttl` if a key holds another value (pttl: that key's
  * remaining lease, so a waiter knows how long it may wait), `-1` if the key
- * is free but waiters go first (see below); read them with `acquireReply`.
- * Plain integers, not arrays, on the common path: they are cheaper for
- * the client to read.
+ * is free but waiters go first (see below), and for a caller with a place
+ * (ARGV[5]) `{code, node time ms}` instead (see `transferred`); read them
+ * with `acquireReply`. Plain integers, not arrays, on the common path:
+ * they are cheaper for the client to read.
  *
  * Checking all keys before writing any makes a multi-resource lock atomic on
  * the node: two callers locking overlapping sets never hold half each, so
@@ -79,9 +80,13 @@ if ARGV[4] == '1' then n = n / 2 end
 local meta = ARGV[3]
 local life, arrival, member = unpackPlace(ARGV[5] or '')
 local function refuse(key, pttl)
-  if life then enqueue(meta, key, member, arrival, tonumber(life)) end
-  if pttl < 0 then return -1 end
-  return -2 - pttl
+  local code = -1
+  if pttl >= 0 then code = -2 - pttl end
+  if not life then return code end
+  enqueue(meta, key, member, arrival, tonumber(life))
+  -- When this refusal ran, on this node's clock: a key given to the
+  -- caller before it has expired (see transferred()).
+  return {code, clock()}
 end
 local ours = {}
 for i = 1, n do
@@ -142,15 +147,28 @@ export function acquireArgs(
 }
 
 /**
- * Reads an acquire script reply: whether it granted, and the holder's
- * remaining lease when a key was held by another value.
+ * Reads an acquire script reply: whether it granted, the holder's
+ * remaining lease when a key was held by another value, and for a queued
+ * caller's refusal when it ran on the node's clock (`refusedAt`).
  */
 export function acquireReply(reply: unknown): {
   granted: boolean;
   holderTtl?: number;
+  refusedAt?: number;
 } {
-  if (Array.isArray(reply)) return { granted: reply[0] === 1 };
-  const code = Number(reply);
-  if (code === 1) return { granted: true };
-  return { granted: false, holderTtl: code <= -2 ? -2 - code : undefined };
+  let code: number;
+  let refusedAt: number | undefined;
+  if (Array.isArray(reply)) {
+    if (reply[0] === 1) return { granted: true };
+    code = Number(reply[0]);
+    refusedAt = Number(reply[1]);
+  } else {
+    code = Number(reply);
+    if (code === 1) return { granted: true };
+  }
+  return {
+    granted: false,
+    holderTtl: code <= -2 ? -2 - code : undefined,
+    refusedAt,
+  };
 }

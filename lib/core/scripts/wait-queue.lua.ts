@@ -21,7 +21,9 @@
  * lease, and the waiter counts the node as granted from the message alone,
  * without a round trip (see `transferred` for why that is safe).
  * Otherwise the waiter is only told, and asks.
- * `handTo` publishes `<key>\n<value>\n<1 given | 0 told>`.
+ * `handTo` publishes `<key>\n<value>\n<1 <node time ms> given | 0 told>`:
+ * the time orders the grant against the waiter's attempts on that node
+ * (see `transferred`).
  *
  * `enqueue` gives `member` a place ranked by `arrival` (the client's clock,
  * clamped to the node's last second, so a client whose clock runs behind
@@ -80,7 +82,7 @@ local function handTo(meta, key, waiter)
   if ttl > 0 then
     redis.call('SET', key, value, 'PX', ttl)
     redis.call('SET', meta .. 'g:' .. key, value, 'PX', ttl)
-    given = '1'
+    given = '1 ' .. clock()
   end
   redis.call('PUBLISH', meta .. 'w:' .. string.sub(waiter, 1, sp - 1),
     key .. '\\n' .. value .. '\\n' .. given)

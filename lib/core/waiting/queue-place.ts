@@ -12,4 +12,22 @@ export interface QueuePlace {
    * was decided.
    */
   readonly answeredAt: number[];
+  /**
+   * Per node, when the attempt of `answeredAt` was refused there, on that
+   * node's clock (`undefined` when it granted): a key the node gave us
+   * before then had expired (see `transferred`).
+   */
+  readonly refusedAt: (number | undefined)[];
 }
+
+/**
+ * Keys given outright to a waiter by release messages: the nodes (bit i:
+ * node i) and, per node, the latest grant's time on that node's clock.
+ */
+export interface GivenNotes {
+  readonly bits: number;
+  readonly at: readonly number[];
+}
+
+/** No key given. */
+export const NONE_GIVEN: GivenNotes = { bits: 0, at: [] };

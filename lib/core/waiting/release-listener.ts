@@ -4,6 +4,7 @@ import { channels, valueHash } from '../events/channels.js';
 import { closeClient, DROP_AT_ONCE } from '../nodes/close-client.js';
 import type { RedlockNode } from '../nodes/redlock-node.js';
 import { bitCount, nodeBit } from '../util/node-mask.js';
+import { NONE_GIVEN, type GivenNotes } from './queue-place.js';
 
 /** One waiting acquire, as the listener sees it. */
 interface Listening {
@@ -45,7 +46,7 @@ export class ReleaseListener {
   /** Entries of acquires that expect announcements between their waits (see `expect`). */
   private readonly expected = new Map<string, Listening>();
   /** Keys given outright to a listening waiter, by its value (see `takeGiven`). */
-  private readonly given = new Map<string, number>();
+  private readonly given = new Map<string, GivenNotes>();
   private subscribers?: Redis[];
   private closed = false;
   /** Release messages that woke a waiter (tests and the bench read it). */
@@ -74,11 +75,11 @@ export class ReleaseListener {
   }
 
   /**
-   * The nodes (bit i: node i) whose release gave `value`'s waiter the key
-   * while it listened, since the last call; forgets them.
+   * The nodes whose release gave `value`'s waiter the key while it
+   * listened, since the last call, and when; forgets them.
    */
-  takeGiven(value: string): number {
-    const given = this.given.get(value) ?? 0;
+  takeGiven(value: string): GivenNotes {
+    const given = this.given.get(value) ?? NONE_GIVEN;
     this.given.delete(value);
     return given;
   }
@@ -235,7 +236,8 @@ export class ReleaseListener {
    * first.
    */
   private deliver(message: string, node: number): void {
-    // `<key>\n<value>\n<1 given | 0 told>`; the key may hold newlines.
+    // `<key>\n<value>\n<1 <node time> given | 0 told>`; the key may hold
+    // newlines.
     const flag = message.lastIndexOf('\n');
     const cut = message.lastIndexOf('\n', flag - 1);
     const key = message.slice(0, cut);
@@ -245,8 +247,8 @@ export class ReleaseListener {
     for (const entry of set) {
       if (entry.value === head) {
         const bit = nodeBit(node);
-        if (message.endsWith('1'))
-          this.given.set(head, (this.given.get(head) ?? 0) | bit);
+        if (message[flag + 1] === '1')
+          this.noteGiven(head, node, message.slice(flag + 3));
         entry.heard |= bit;
         // Between the waits of an expected value: noted for the next one.
         if (!entry.wake) return;
@@ -257,6 +259,14 @@ export class ReleaseListener {
     }
   }
 
+  /** Records that node `node` gave `value` the key at `time` (node clock; NaN when it did not say). */
+  private noteGiven(value: string, node: number, time: string): void {
+    const notes = this.given.get(value);
+    const at = notes ? [...notes.at] : [];
+    at[node] = Math.max(at[node] ?? -Infinity, Number(time || NaN));
+    this.given.set(value, { bits: (notes?.bits ?? 0) | nodeBit(node), at });
+  }
+
   private fire(entry: Listening): void {
     if (!entry.wake) return;
     this.wakeups++;
@@ -265,7 +275,7 @@ export class ReleaseListener {
         keys: entry.keys,
         valueHash: valueHash(entry.value),
         nodes: bitCount(entry.heard),
-        given: (this.given.get(entry.value) ?? 0) !== 0,
+        given: this.given.has(entry.value),
       });
     entry.wake();
   }
