@@ -59,9 +59,15 @@ export const MUTANTS = [
     // Its bug shows a few times per 500 operations here: a longer run keeps it from slipping through.
     ops: 1200,
     maxMs: 30_000,
-    what: 'an extension re-creates a missing key unconditionally',
+    // With the lapse rule in place (an extension whose quorum came after
+    // the lock's validity ran out loses the lock), re-creating alone is an
+    // equivalent mutant: an extension that counts was answered while the
+    // keys still stood on its quorum, so what it re-creates elsewhere only
+    // blocks. The mutant drops that rule too, as the library before it.
+    what: 'an extension re-creates a missing key unconditionally, and counts however late',
     scenario: 'stall-long-sections',
     patches: [
+      ['core/operations/extend.js', 'const lapsed = now >= lock.deadline;', 'const lapsed = false;'],
       [
         'core/scripts/extend.script.js',
         "  if redis.call('GET', KEYS[i]) ~= ARGV[1] then\n    return 0\n  end",
