@@ -50,9 +50,14 @@ export class RedisServer {
   child;
   dir = mkdtempSync(join(tmpdir(), 'redlock-redis-'));
 
-  /** @param {number} port */
-  constructor(port) {
+  /**
+   * @param {number} port
+   * @param {string[]} [args] extra redis-server arguments (cluster mode:
+   *   scripts/redis-clusters.mjs)
+   */
+  constructor(port, args = []) {
     this.port = port;
+    this.args = args;
   }
 
   /** Starts a server on a free port. */
@@ -141,6 +146,7 @@ export class RedisServer {
         'local',
         '--loglevel',
         'warning',
+        ...this.args,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
