@@ -1,6 +1,11 @@
-import { existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Cluster, Redis } from 'ioredis';
+import { SERVERS_DIE_WITH_PARENT } from '../../scripts/redis-nodes.mjs';
 import {
   startCluster,
   startClusters,
@@ -163,4 +168,46 @@ describe('Redis Cluster harness', () => {
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
     for (const dir of dirs) expect(existsSync(dir)).toBe(false);
   });
+
+  (SERVERS_DIE_WITH_PARENT ? it : it.skip)(
+    "a cluster's servers are killed when the process that started it is killed",
+    async () => {
+      const script = `
+        import(${JSON.stringify(join(process.cwd(), 'scripts/redis-clusters.mjs'))})
+          .then(({ startCluster }) => startCluster({ masters: 1, replicas: 1 }))
+          .then((c) => { console.log(JSON.stringify(c.servers.map((s) => [s.pid, s.dir]))); setInterval(() => {}, 1000); });
+      `;
+      const parent = spawn(process.execPath, ['-e', script], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      const [chunk] = (await once(parent.stdout, 'data')) as [Buffer];
+      const started = JSON.parse(chunk.toString()) as [number, string][];
+      const pids = started.map(([pid]) => pid);
+      expect(pids).toHaveLength(2);
+      expect(pids.every(alive)).toBe(true);
+      try {
+        parent.kill('SIGKILL');
+        await once(parent, 'exit');
+        const deadline = Date.now() + 5000;
+        while (pids.some(alive) && Date.now() < deadline) await sleep(20);
+        expect(pids.filter(alive)).toEqual([]);
+      } finally {
+        // Only if the test failed: stop the servers this test started.
+        for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+        // The killed process could not remove its servers' directories.
+        for (const [, dir] of started)
+          rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
+
+/** Whether a process exists and is not a zombie (reaped by init soon). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
