@@ -122,7 +122,7 @@ export class Redlock implements LockOperations {
 
   /** The Redis key of a resource. */
   keyOf(resource: string): string {
-    return this.ctx.config.keyPrefix + resource;
+    return this.ctx.config.keyOf(resource);
   }
 
   /**

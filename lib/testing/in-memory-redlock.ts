@@ -75,7 +75,7 @@ export class InMemoryRedlock implements LockOperations {
   }
 
   keyOf(resource: string): string {
-    return this.config.keyPrefix + resource;
+    return this.config.keyOf(resource);
   }
 
   resolveTiming(options?: AcquireOptions): ResolvedTiming {

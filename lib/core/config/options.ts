@@ -1,16 +1,37 @@
-import type { Redis, RedisOptions } from 'ioredis';
+import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import type { LockLostError } from '../../errors/lock-lost.error.js';
 import type { Clock } from '../util/clock.js';
 import type { WaitStrategy } from '../waiting/wait-strategy.js';
 
 /**
- * One Redis master: an ioredis instance (borrowed: closed by the library
- * only with `closeClients`), or a URL (`redis://`, `rediss://` for TLS, with user, password
- * and db) or `RedisOptions` from which the library creates and owns a client.
+ * One node of the quorum: a Redis master, as an ioredis instance
+ * (borrowed: closed by the library only with `closeClients`), or a URL
+ * (`redis://`, `rediss://` for TLS, with user, password and db) or
+ * `RedisOptions` from which the library creates and owns a client; or a
+ * whole Redis Cluster, as an ioredis `Cluster` instance or a
+ * {@link RedisClusterConfig}.
  *
  * @publicApi
  */
-export type RedisNodeConfig = Redis | string | RedisOptions;
+export type RedisNodeConfig =
+  Redis | string | RedisOptions | Cluster | RedisClusterConfig;
+
+/**
+ * A Redis Cluster the library connects to (and owns) as one node of the
+ * quorum. Credentials and TLS come from the seed URLs (or
+ * `options.redisOptions`) and are never logged.
+ *
+ * @publicApi
+ */
+export interface RedisClusterConfig {
+  /**
+   * Seed nodes: `redis://` or `rediss://` URLs (user and password of the
+   * first one apply to every node) or `{ host, port }`. At least one.
+   */
+  cluster: (string | { host: string; port: number })[];
+  /** ioredis `ClusterOptions`; the library's defaults fill what is not set. */
+  options?: ClusterOptions;
+}
 
 /**
  * Timing of one lock; every field can be set per module and overridden per call.
@@ -102,14 +123,22 @@ export interface RedlockLogger {
 export interface RedlockOptions extends LockTimingOptions {
   /**
    * The N independent Redis masters (no replication between them). At least
-   * one. Each is a server reached directly or through Sentinel; a Redis
-   * Cluster client is refused.
+   * one. Each is a server reached directly or through Sentinel, or a whole
+   * Redis Cluster (one node of the quorum; see docs/cluster.md).
    */
   clients: RedisNodeConfig[];
   /** Clock drift allowance as a fraction of the ttl, in [0, 0.5). Default 0.01 (plus 2 ms). */
   driftFactor?: number;
   /** Prefix of lock keys: resource `order:42` is key `lock:order:42`. Default `lock:`. */
   keyPrefix?: string;
+  /**
+   * Put each resource's keys in one Redis Cluster hash slot: resource
+   * `order:42` is key `lock:{order:42}` (docs/cluster.md has the format).
+   * Default: true when a node is a Redis Cluster, else false. Every
+   * replica locking the same resources must agree: set it to true on all
+   * of them before a Cluster joins the nodes of servers already in use.
+   */
+  hashTags?: boolean;
   /**
    * Prefix of everything else the library keeps in Redis (wait queues,
    * fencing counters, channels). Must not start with `keyPrefix` nor be its

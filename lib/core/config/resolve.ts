@@ -5,6 +5,8 @@ import {
   requirePositive,
   show,
 } from '../util/validate.js';
+import { isClusterConfig } from '../cluster/cluster-config.js';
+import { breaksTags, taggedKey } from '../cluster/hash-tag.js';
 import { REDLOCK_DEFAULTS } from './defaults.js';
 import type { AcquireOptions, RedlockOptions } from './options.js';
 import { resolveTiming, type ResolvedTiming } from './timing.js';
@@ -24,6 +26,10 @@ export interface RedlockConfig {
   readonly timing: ResolvedTiming;
   readonly keyPrefix: string;
   readonly metaPrefix: string;
+  /** Keys carry hash tags (see `RedlockOptions.hashTags`). */
+  readonly hashTags: boolean;
+  /** The lock key of a resource. */
+  readonly keyOf: (resource: string) => string;
   readonly quorum: number;
   readonly fencing: boolean;
   readonly localHandoff: number;
@@ -92,6 +98,19 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
       `"${metaPrefix}" and keyPrefix "${keyPrefix}" must not start with one another, or a resource name could map onto the library's own keys`,
     );
   }
+  const hashTags =
+    optionalBoolean('hashTags', options.hashTags) ??
+    (Array.isArray(options.clients) && options.clients.some(isClusterConfig));
+  if (hashTags)
+    for (const [field, prefix] of [
+      ['keyPrefix', keyPrefix],
+      ['metaPrefix', metaPrefix],
+    ])
+      if (breaksTags(prefix))
+        throw new RedlockConfigError(
+          field,
+          `"${prefix}" must not hold "{" or "}" with hash tags (a Redis Cluster node): the library puts each resource's hash tag in its keys`,
+        );
   const count = Array.isArray(options.clients) ? options.clients.length : 0;
   const quorum = options.quorum ?? Math.floor(count / 2) + 1;
   if (
@@ -137,6 +156,10 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
     timing,
     keyPrefix,
     metaPrefix,
+    hashTags,
+    keyOf: hashTags
+      ? (resource) => taggedKey(keyPrefix, resource)
+      : (resource) => keyPrefix + resource,
     quorum,
     fencing,
     localHandoff,

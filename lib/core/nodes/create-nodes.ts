@@ -1,6 +1,11 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { RedlockConfigError } from '../../errors/redlock-config.error.js';
 import { show } from '../util/validate.js';
+import {
+  createClusterNode,
+  isClusterConfig,
+} from '../cluster/cluster-config.js';
+import { ClusterNode } from '../cluster/cluster-node.js';
 import { DROP_AT_ONCE } from './close-client.js';
 import { RedlockNode } from './redlock-node.js';
 
@@ -39,7 +44,8 @@ export function createNodes(
   const seen = new Map<string, number>();
   const instances = new Map<Redis, number>();
   nodes.forEach((node, i) => {
-    const identity = nodeIdentity(node.client);
+    const identity =
+      node instanceof ClusterNode ? node.name : nodeIdentity(node.client);
     const twice = instances.get(node.client) ?? seen.get(identity);
     if (twice !== undefined) {
       void closeNodes(nodes);
@@ -76,14 +82,8 @@ function toNode(
   i: number,
   closeClients: boolean,
 ): RedlockNode {
-  // A Cluster client looks like a client (evalsha, options), and would
-  // only fail at the first lock, inside the scripts.
-  if ((config as { isCluster?: unknown } | null)?.isCluster === true) {
-    throw new RedlockConfigError(
-      `clients[${i}]`,
-      'is a Redis Cluster client, which is not supported as a node (the scripts reach keys of other slots): pass one client per independent Redis server',
-    );
-  }
+  if (isClusterConfig(config))
+    return createClusterNode(config, i, closeClients);
   const isClient = config instanceof Redis || isRedisLike(config);
   const keyPrefix = isClient
     ? (config as Redis).options.keyPrefix

@@ -26,6 +26,12 @@ export interface NodeHealth {
    * quorum.
    */
   readonly clockSuspect?: true;
+  /**
+   * A Redis Cluster node's masters (`host:port`, one per shard), all of
+   * which answered; when one did not, the node is down and `error` names
+   * that shard.
+   */
+  readonly shards?: readonly string[];
 }
 
 /**
@@ -77,7 +83,7 @@ export async function checkHealth(
   const latencies = new Array<number | undefined>(nodes.length);
   const ballots = await poll(
     nodes,
-    (node) => node.client.ping(),
+    (node) => node.ping(),
     () => 'granted',
     timeoutMs,
     () => false,
@@ -88,18 +94,21 @@ export async function checkHealth(
       limitMs: timeoutMs,
     },
   );
-  const report = ballots.map(({ node, outcome, error }, i): NodeHealth => {
-    if (outcome !== 'granted')
-      return { node, up: false, error: error ?? outcome };
-    const latencyMs = round(latencies[i] ?? 0);
-    return {
-      node,
-      up: true,
-      latencyMs,
-      ...(counts(i) ? {} : { quarantined: true }),
-      ...(clockSuspect(i) ? { clockSuspect: true } : {}),
-    };
-  });
+  const report = ballots.map(
+    ({ node, outcome, error, reply }, i): NodeHealth => {
+      if (outcome !== 'granted')
+        return { node, up: false, error: error ?? outcome };
+      const latencyMs = round(latencies[i] ?? 0);
+      return {
+        node,
+        up: true,
+        latencyMs,
+        ...(counts(i) ? {} : { quarantined: true }),
+        ...(clockSuspect(i) ? { clockSuspect: true } : {}),
+        ...(Array.isArray(reply) ? { shards: reply as string[] } : {}),
+      };
+    },
+  );
   const up = report.filter((n) => n.up).length;
   const counted = report.filter(
     (n) => n.up && !n.quarantined && !n.clockSuspect,

@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { NodeVote } from '../../errors/node-vote.js';
 import {
-  isNoScriptError,
   runScript,
+  runScriptPipeline,
   type LuaScript,
+  type ScriptCall,
 } from '../scripts/lua-script.js';
 import { closeClient } from './close-client.js';
 
@@ -113,38 +114,29 @@ export class RedlockNode {
   }
 
   /**
-   * Runs a script once per call, all calls in one pipeline (one write, one
-   * round trip). Calls answered NOSCRIPT go again by SHA in a second
-   * pipeline that loads the source first: the source crosses once, not
-   * once per call (a watchdog tick with thousands of locks makes several).
-   * Resolves with each call's reply, or its error.
+   * Runs a script once per call, all calls in one pipeline (see
+   * `runScriptPipeline`). Resolves with each call's reply, or its error.
    */
-  async runPipeline(
+  runPipeline(
     script: LuaScript,
-    calls: readonly {
-      keys: readonly string[];
-      args: readonly (string | number)[];
-    }[],
+    calls: readonly ScriptCall[],
   ): Promise<unknown[]> {
-    const pipeline = this.client.pipeline();
-    for (const { keys, args } of calls)
-      pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
-    const results = (await pipeline.exec()) ?? [];
-    const missing = results
-      .map(([error], i) => (isNoScriptError(error) ? i : -1))
-      .filter((i) => i >= 0);
-    if (missing.length) {
-      // A pipeline runs in order on one connection: loaded before use.
-      const again = this.client.pipeline().script('LOAD', script.source);
-      for (const i of missing) {
-        const { keys, args } = calls[i];
-        again.evalsha(script.sha, keys.length, ...keys, ...args);
-      }
-      const [load, ...retried] = (await again.exec()) ?? [];
-      // A load that failed says more than the NOSCRIPT that follows it.
-      missing.forEach((i, j) => (results[i] = load?.[0] ? load : retried[j]));
-    }
-    return results.map(([error, reply]) => error ?? reply);
+    return runScriptPipeline(() => this.client.pipeline(), script, calls);
+  }
+
+  /** PINGs the node; a Cluster PINGs each of its masters. */
+  ping(): Promise<unknown> {
+    return this.client.ping();
+  }
+
+  /** How long the server has been up (`INFO server`), in whole seconds. */
+  async uptimeSeconds(): Promise<number> {
+    return uptimeOf(await this.client.info('server'));
+  }
+
+  /** The server's `run_id`: one server reached under two names shares it. */
+  async runId(): Promise<string | undefined> {
+    return runIdOf(await this.client.info('server'));
   }
 
   /** Closes the client if the library owns it; borrowed clients are left to their owner. */
@@ -157,4 +149,14 @@ export class RedlockNode {
 const endOfTick: RedlockNode[] = [];
 function flushTick(): void {
   for (const node of endOfTick.splice(0)) node.endTick();
+}
+
+/** `uptime_in_seconds` of an `INFO server` reply (NaN when absent). */
+export function uptimeOf(info: string): number {
+  return Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1]);
+}
+
+/** `run_id` of an `INFO server` reply. */
+export function runIdOf(info: string): string | undefined {
+  return /run_id:(\w+)/.exec(info)?.[1];
 }

@@ -86,9 +86,9 @@ export class RestartQuarantine {
 
   private async check(i: number): Promise<void> {
     const node = this.nodes[i];
-    let info: string;
+    let reported: number;
     try {
-      info = await node.client.info('server');
+      reported = await node.uptimeSeconds();
     } catch (error) {
       // Checked again at the next connection; until then it does not count.
       this.logger.warn(
@@ -102,7 +102,6 @@ export class RestartQuarantine {
     // x+1.0 s: up to 1 s more than it has been up (a test read 1 s 31 ms
     // after a restart). Taking 1 s off never underestimates the rest of
     // the quarantine; it may overestimate it by up to 2 s.
-    const reported = Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1]);
     const uptimeMs = 1000 * Math.max(0, reported - 1);
     if (!Number.isFinite(uptimeMs)) {
       this.logger.warn(

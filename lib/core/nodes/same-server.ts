@@ -84,14 +84,12 @@ export class SameServerCheck {
   }
 
   private async read(i: number): Promise<void> {
-    let info: string;
     try {
-      info = await this.nodes[i].client.info('server');
+      this.runIds[i] = await this.nodes[i].runId();
     } catch {
       // Read again at the next connection: nothing to compare meanwhile.
       return;
     }
-    this.runIds[i] = /run_id:(\w+)/.exec(info)?.[1];
     const pair = this.repeatOf(i);
     if (!pair) return;
     const key = `${pair.first}/${pair.second}/${pair.runId}`;

@@ -43,15 +43,12 @@ export function resolveCall(
 ): AcquireCall {
   const names = normalizeResources(resources);
   const timing = callTiming(config, options);
-  const keyPrefix = config.keyPrefix;
+  const keyOf = config.keyOf;
   // An array literal for the one-key call: arrays from `map()` change
   // their elements kind once the caller is optimised, and the code that
   // read the first ones was thrown away and compiled again (a cold process
   // paid it; see docs/performance.md).
-  const keys =
-    names.length === 1
-      ? [keyPrefix + names[0]]
-      : names.map((r) => keyPrefix + r);
+  const keys = names.length === 1 ? [keyOf(names[0])] : names.map(keyOf);
   const fencing = callFencing(config, options);
   const signal = checkSignalOption(options?.signal);
   return {

@@ -5,20 +5,15 @@ import type { RedlockContext } from '../context.js';
 import type { Lock } from '../lock.js';
 import { poll } from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
-import {
-  EXTEND_MANY_SCRIPT,
-  extendManyArgs,
-  EXTEND_SCRIPT,
-} from '../scripts/index.js';
+import { ClusterNode } from '../cluster/cluster-node.js';
+import { EXTEND_MANY_SCRIPT, EXTEND_SCRIPT } from '../scripts/index.js';
 import { withTimeout } from '../util/timeout.js';
+import { batchAll, batchBySlot, type ExtendBatch } from './extend-batch.js';
 import {
   recreateMissing,
   untilAllAnswered,
   type Recreation,
 } from './recreate.js';
-
-/** Locks per extend-many script call (a pipeline per node carries all calls of a tick). */
-const EXTEND_CHUNK = 500;
 
 /**
  * See `Lock.extend`: the lease set again on every node that holds our
@@ -110,8 +105,8 @@ function settleExtension(
 
 /**
  * The batched watchdog's extension: every lock by its own lease, in one
- * pipeline per node (extend-many script calls of up to EXTEND_CHUNK locks
- * each), quorum and validity counted per lock as in `extendLock`. Locks
+ * pipeline per node (see `ExtendBatch`; on a Redis Cluster, one per
+ * shard), quorum and validity counted per lock as in `extendLock`. Locks
  * that fail are marked lost and released; with `recreateOnExtend`, those
  * that stood are put back on the nodes that refused them.
  */
@@ -133,14 +128,8 @@ export async function extendMany(
   // Each lock's lease as sent, to settle with: an extension by hand that
   // settles meanwhile changes lock.ttl, not what these requests set.
   const leases = locks.map((lock) => lock.ttl);
-  const chunks: { keys: string[]; args: (string | number)[] }[] = [];
-  for (let i = 0; i < locks.length; i += EXTEND_CHUNK)
-    chunks.push(
-      extendManyArgs(
-        locks.slice(i, i + EXTEND_CHUNK),
-        leases.slice(i, i + EXTEND_CHUNK).map(Math.ceil),
-      ),
-    );
+  const plain = batchAll(locks, leases);
+  let bySlot: ExtendBatch | undefined;
   const start = ctx.clock.now();
   // A big batch takes the node a little longer (1 ms per 100 locks), and
   // a late answer still counts while the validity lasts: wait up to half
@@ -160,23 +149,31 @@ export async function extendMany(
     : undefined;
   await Promise.all(
     ctx.nodes.map(async (node, n) => {
+      const batch =
+        node instanceof ClusterNode
+          ? (bySlot ??= batchBySlot(locks, leases))
+          : plain;
       const replies = await withTimeout(
-        node.runPipeline(EXTEND_MANY_SCRIPT, chunks),
+        node.runPipeline(EXTEND_MANY_SCRIPT, batch.calls),
         timeout,
       ).catch(() => undefined);
       if (!replies) return;
       const counted = clocks.counts(n);
+      const oks = new Uint8Array(locks.length);
       replies.forEach((reply, c) => {
         if (!Array.isArray(reply)) return;
         reply.forEach((ok, j) => {
-          const l = c * EXTEND_CHUNK + j;
-          if (ok === 1 && counted) votes[l]++;
+          const l = batch.owners[c][j];
+          if (ok === 1) oks[l]++;
           else if (ok === 0 && refused) {
             if (!refused.has(n)) refused.set(n, []);
             refused.get(n)?.push(l);
           }
         });
       });
+      if (counted)
+        for (let l = 0; l < locks.length; l++)
+          if (oks[l] === batch.parts[l]) votes[l]++;
     }),
   );
   const end = ctx.clock.now();
@@ -188,7 +185,7 @@ export async function extendMany(
   if (!refused?.size) return;
   const perNode = new Map<number, Recreation[]>();
   for (const [n, ls] of refused) {
-    const back = ls
+    const back = [...new Set(ls)]
       .filter((l) => stood[l])
       .map((l) => ({ lock: locks[l], ttl: leases[l] }));
     if (back.length) perNode.set(n, back);

@@ -68,8 +68,8 @@ export async function inspect(
       `must be a non-empty string, got ${show(resource)}`,
     );
   requirePositive('timeoutMs', timeoutMs);
-  const { keyPrefix, metaPrefix } = ctx.config;
-  const key = keyPrefix + resource;
+  const { metaPrefix } = ctx.config;
+  const key = ctx.config.keyOf(resource);
   const keys = [key, `${metaPrefix}q:${key}`, fenceCounterKey(metaPrefix, key)];
   const ballots = await poll(
     ctx.nodes,

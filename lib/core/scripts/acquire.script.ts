@@ -1,5 +1,5 @@
 import { defineScript } from './lua-script.js';
-import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
+import { waitQueueLua } from './wait-queue.lua.js';
 
 /**
  * How long, in ms, the longest waiter for a key may see newcomers take it
@@ -73,7 +73,7 @@ if #KEYS == 1 then
   end
 end
 ` +
-    WAIT_QUEUE_LUA +
+    waitQueueLua() +
     `
 local n = #KEYS
 if ARGV[4] == '1' then n = n / 2 end

@@ -1,5 +1,5 @@
 import { defineScript } from './lua-script.js';
-import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
+import { waitQueueLua } from './wait-queue.lua.js';
 
 /**
  * Renews a single-key lock on one node for another caller of the holder's
@@ -22,7 +22,7 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local q = ARGV[3] .. 'q:' .. KEYS[1]
 if redis.call('EXISTS', q) == 1 then
 ` +
-    WAIT_QUEUE_LUA +
+    waitQueueLua() +
     `
   -- Drops expired places first: a crashed waiter is nobody.
   local head = nextWaiter(ARGV[3], KEYS[1])

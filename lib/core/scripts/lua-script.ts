@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 
 /**
  * A named Lua script with its SHA1 computed once, so nodes run it by
@@ -10,11 +10,32 @@ export interface LuaScript {
   readonly name: string;
   readonly source: string;
   readonly sha: string;
+  /**
+   * The variant a Redis Cluster node runs, for a script that announces
+   * releases: it publishes on the key's shard (`SPUBLISH`) rather than to
+   * the whole cluster.
+   */
+  readonly sharded?: LuaScript;
 }
 
-/** Builds a {@link LuaScript}, hashing its source once at module load. */
-export function defineScript(name: string, source: string): LuaScript {
-  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+/** One run of a script in a pipeline. */
+export interface ScriptCall {
+  readonly keys: readonly string[];
+  readonly args: readonly (string | number)[];
+}
+
+/**
+ * Builds a {@link LuaScript}, hashing its source once at module load;
+ * `shardedSource`: its Redis Cluster variant, if it has one.
+ */
+export function defineScript(
+  name: string,
+  source: string,
+  shardedSource?: string,
+): LuaScript {
+  const sha = createHash('sha1').update(source).digest('hex');
+  if (shardedSource === undefined) return { name, source, sha };
+  return { name, source, sha, sharded: defineScript(name, shardedSource) };
 }
 
 /** True for the error a node answers when it does not know a script's SHA. */
@@ -78,4 +99,37 @@ function bySha(
       sent.then(done, done);
       return sent;
     });
+}
+
+/**
+ * Runs a script once per call, all calls in one pipeline (one write, one
+ * round trip). Calls answered NOSCRIPT go again by SHA in a second
+ * pipeline that loads the source first: the source crosses once, not
+ * once per call (a watchdog tick with thousands of locks makes several).
+ * Resolves with each call's reply, or its error.
+ */
+export async function runScriptPipeline(
+  newPipeline: () => ChainableCommander,
+  script: LuaScript,
+  calls: readonly ScriptCall[],
+): Promise<unknown[]> {
+  const pipeline = newPipeline();
+  for (const { keys, args } of calls)
+    pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
+  const results = (await pipeline.exec()) ?? [];
+  const missing = results
+    .map(([error], i) => (isNoScriptError(error) ? i : -1))
+    .filter((i) => i >= 0);
+  if (missing.length) {
+    // A pipeline runs in order on one connection: loaded before use.
+    const again = newPipeline().script('LOAD', script.source);
+    for (const i of missing) {
+      const { keys, args } = calls[i];
+      again.evalsha(script.sha, keys.length, ...keys, ...args);
+    }
+    const [load, ...retried] = (await again.exec()) ?? [];
+    // A load that failed says more than the NOSCRIPT that follows it.
+    missing.forEach((i, j) => (results[i] = load?.[0] ? load : retried[j]));
+  }
+  return results.map(([error, reply]) => error ?? reply);
 }

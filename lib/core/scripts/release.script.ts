@@ -1,5 +1,66 @@
 import { defineScript } from './lua-script.js';
-import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
+import { waitQueueLua } from './wait-queue.lua.js';
+
+/** The release script's source, for a single server or (`sharded`) a Cluster. */
+function releaseSource(sharded: boolean): string {
+  return (
+    `
+local leave = not ARGV[3] or string.sub(ARGV[3], 1, 1) == '1'
+if #KEYS == 1
+    and redis.call('EXISTS', ARGV[2] .. 'q:' .. KEYS[1]) == 0 then
+  -- Nobody waits for it (the common case): a compare-and-delete, before
+  -- the shared helpers are even created.
+  local g = ARGV[2] .. 'g:' .. KEYS[1]
+  if redis.call('GET', KEYS[1]) == ARGV[1]
+      and (leave or redis.call('GET', g) ~= ARGV[1]) then
+    redis.call('DEL', KEYS[1], g)
+    return 2
+  end
+  return 0
+end
+` +
+    waitQueueLua(sharded) +
+    `
+local meta, member = ARGV[2], ARGV[4] or ''
+local deleted, reserved = 0, 0
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local queued = redis.call('EXISTS', meta .. 'q:' .. key) == 1
+  if queued and leave then
+    redis.call('ZREM', meta .. 'q:' .. key, member)
+    redis.call('ZREM', meta .. 't:' .. key, member)
+  end
+  if redis.call('GET', key) == ARGV[1] and (leave
+      or redis.call('GET', meta .. 'g:' .. key) ~= ARGV[1]) then
+    redis.call('DEL', key, meta .. 'g:' .. key)
+    deleted = deleted + 1
+    if queued then
+      -- A failed attempt whose caller is next anyway hands nothing: it
+      -- tries again, and the key must not go to someone behind it here
+      -- while the other nodes keep it for the caller.
+      local waiter = nextWaiter(meta, key)
+      if waiter and waiter ~= member then
+        handTo(meta, key, waiter)
+        local life, arrival, name =
+          unpackPlace(string.sub(ARGV[3] or '', 3))
+        if #KEYS == 1 and life then
+          enqueue(meta, key, name, arrival, tonumber(life))
+          reserved = 1
+        end
+      end
+    end
+  elseif queued and leave and redis.call('EXISTS', key) == 0 then
+    -- A waiter leaving (it gave up, or was told and went away) while the
+    -- key is free: the next one would hear of it only at its fallback
+    -- retry, and newcomers are kept out meanwhile.
+    local waiter = nextWaiter(meta, key)
+    if waiter then handTo(meta, key, waiter) end
+  end
+end
+return deleted * 2 + reserved
+`
+  );
+}
 
 /**
  * Deletes the keys of a lock on one node, but only those that still hold our
@@ -43,61 +104,8 @@ import { WAIT_QUEUE_LUA } from './wait-queue.lua.js';
  */
 export const RELEASE_SCRIPT = defineScript(
   'release',
-  `
-local leave = not ARGV[3] or string.sub(ARGV[3], 1, 1) == '1'
-if #KEYS == 1
-    and redis.call('EXISTS', ARGV[2] .. 'q:' .. KEYS[1]) == 0 then
-  -- Nobody waits for it (the common case): a compare-and-delete, before
-  -- the shared helpers are even created.
-  local g = ARGV[2] .. 'g:' .. KEYS[1]
-  if redis.call('GET', KEYS[1]) == ARGV[1]
-      and (leave or redis.call('GET', g) ~= ARGV[1]) then
-    redis.call('DEL', KEYS[1], g)
-    return 2
-  end
-  return 0
-end
-` +
-    WAIT_QUEUE_LUA +
-    `
-local meta, member = ARGV[2], ARGV[4] or ''
-local deleted, reserved = 0, 0
-for i = 1, #KEYS do
-  local key = KEYS[i]
-  local queued = redis.call('EXISTS', meta .. 'q:' .. key) == 1
-  if queued and leave then
-    redis.call('ZREM', meta .. 'q:' .. key, member)
-    redis.call('ZREM', meta .. 't:' .. key, member)
-  end
-  if redis.call('GET', key) == ARGV[1] and (leave
-      or redis.call('GET', meta .. 'g:' .. key) ~= ARGV[1]) then
-    redis.call('DEL', key, meta .. 'g:' .. key)
-    deleted = deleted + 1
-    if queued then
-      -- A failed attempt whose caller is next anyway hands nothing: it
-      -- tries again, and the key must not go to someone behind it here
-      -- while the other nodes keep it for the caller.
-      local waiter = nextWaiter(meta, key)
-      if waiter and waiter ~= member then
-        handTo(meta, key, waiter)
-        local life, arrival, name =
-          unpackPlace(string.sub(ARGV[3] or '', 3))
-        if #KEYS == 1 and life then
-          enqueue(meta, key, name, arrival, tonumber(life))
-          reserved = 1
-        end
-      end
-    end
-  elseif queued and leave and redis.call('EXISTS', key) == 0 then
-    -- A waiter leaving (it gave up, or was told and went away) while the
-    -- key is free: the next one would hear of it only at its fallback
-    -- retry, and newcomers are kept out meanwhile.
-    local waiter = nextWaiter(meta, key)
-    if waiter then handTo(meta, key, waiter) end
-  end
-end
-return deleted * 2 + reserved
-`,
+  releaseSource(false),
+  releaseSource(true),
 );
 
 /**

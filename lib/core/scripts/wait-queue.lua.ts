@@ -30,7 +30,7 @@
  * cannot jump far ahead) that lives `life` ms unless renewed; a client
  * sends the three packed by `packPlace`, read back by `unpackPlace`.
  */
-export const WAIT_QUEUE_LUA = `
+const WAIT_QUEUE_LUA = `
 local now
 local function clock()
   if not now then
@@ -84,10 +84,38 @@ local function handTo(meta, key, waiter)
     redis.call('SET', meta .. 'g:' .. key, value, 'PX', ttl)
     given = '1 ' .. clock()
   end
-  redis.call('PUBLISH', meta .. 'w:' .. string.sub(waiter, 1, sp - 1),
+  announce(meta .. 'w:' .. string.sub(waiter, 1, sp - 1), key,
     key .. '\\n' .. value .. '\\n' .. given)
 end
 `;
+
+/**
+ * `announce(channel, key, message)` of WAIT_QUEUE_LUA on a single server:
+ * the waiter's process listens on `<meta>w:<listener id>`.
+ */
+const PUBLISH_LUA = `
+local function announce(channel, key, message)
+  redis.call('PUBLISH', channel, message)
+end
+`;
+
+/**
+ * `announce` on a Redis Cluster node: sharded pub/sub on a channel of the
+ * key's slot (`<meta>w:<listener id>:<key>`, which holds the key's hash
+ * tag), so the message stays on the shard that owns the key, where the
+ * waiter's process listens (see `ShardSubscriber`); a plain PUBLISH would
+ * cross every node of the cluster.
+ */
+const SPUBLISH_LUA = `
+local function announce(channel, key, message)
+  redis.call('SPUBLISH', channel .. ':' .. key, message)
+end
+`;
+
+/** The wait queue helpers for a single server, or (`sharded`) a Cluster. */
+export function waitQueueLua(sharded = false): string {
+  return (sharded ? SPUBLISH_LUA : PUBLISH_LUA) + WAIT_QUEUE_LUA;
+}
 
 /**
  * A queue place as the acquire and release scripts take it, in one

@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { channels, valueHash } from '../events/channels.js';
-import { closeClient, DROP_AT_ONCE } from '../nodes/close-client.js';
+import { ClusterNode } from '../cluster/cluster-node.js';
+import { ShardSubscriber } from '../cluster/shard-subscriber.js';
+import { closeClient } from '../nodes/close-client.js';
 import type { RedlockNode } from '../nodes/redlock-node.js';
 import { bitCount, nodeBit } from '../util/node-mask.js';
 import { NONE_GIVEN, type GivenNotes } from './queue-place.js';
+import { subscribeServer } from './server-subscriber.js';
 
 /** One waiting acquire, as the listener sees it. */
 interface Listening {
@@ -28,10 +31,10 @@ const QUORUM_GRACE_MS = 5;
 
 /**
  * Hears release announcements (see the release script) and wakes the
- * waiters they name. One subscriber connection per node, created on the
- * first wait (a `duplicate()` of the node's client, owned and closed here)
- * and shared by every waiter of the `Redlock` instance; one channel, no
- * per-resource subscription: `<metaPrefix>w:<id>` carries
+ * waiters they name. One subscriber connection per server, created on the
+ * first wait and shared by every waiter of the `Redlock` instance, on one
+ * channel, `<metaPrefix>w:<id>` (a Redis Cluster node: per-key channels on
+ * the key's shard, see `ShardSubscriber`), which carries
  * `<key>\n<value>\n<1|0>` for the waiter of this instance that has waited
  * longest on that node: `1` when the node gave it the key outright (noted
  * for `takeGiven`), `0` when it should ask.
@@ -48,6 +51,8 @@ export class ReleaseListener {
   /** Keys given outright to a listening waiter, by its value (see `takeGiven`). */
   private readonly given = new Map<string, GivenNotes>();
   private subscribers?: Redis[];
+  /** The Redis Cluster nodes' listeners, by node index (see `ShardSubscriber`). */
+  private readonly sharded = new Map<number, ShardSubscriber>();
   private closed = false;
   /** Release messages that woke a waiter (tests and the bench read it). */
   wakeups = 0;
@@ -149,7 +154,10 @@ export class ReleaseListener {
   private add(keys: readonly string[], entry: Listening): void {
     for (const key of keys) {
       let set = this.waiting.get(key);
-      if (!set) this.waiting.set(key, (set = new Set()));
+      if (!set) {
+        this.waiting.set(key, (set = new Set()));
+        for (const sub of this.sharded.values()) sub.add(this.keyChannel(key));
+      }
       set.add(entry);
     }
   }
@@ -159,8 +167,21 @@ export class ReleaseListener {
       const set = this.waiting.get(key);
       if (!set) continue;
       set.delete(entry);
-      if (set.size === 0) this.waiting.delete(key);
+      if (set.size > 0) continue;
+      this.waiting.delete(key);
+      for (const sub of this.sharded.values()) sub.drop(this.keyChannel(key));
     }
+  }
+
+  /** A key's channel on a Redis Cluster node (see the release script). */
+  private keyChannel(key: string): string {
+    return `${this.channel}:${key}`;
+  }
+
+  /** A key's channel is heard from now on: its waiters try again (a release announced before was lost). */
+  private heardFrom(channel: string): void {
+    const set = this.waiting.get(channel.slice(this.channel.length + 1));
+    for (const entry of [...(set ?? [])]) entry.wake?.();
   }
 
   /** @internal Keys with a waiter listening, unread notes of keys given, and acquires expecting announcements (0 when nobody waits). */
@@ -173,60 +194,46 @@ export class ReleaseListener {
     this.closed = true;
     const subscribers = this.subscribers ?? [];
     this.subscribers = undefined;
-    await Promise.all(subscribers.map((s) => closeClient(s)));
+    const sharded = [...this.sharded.values()];
+    this.sharded.clear();
+    await Promise.all([
+      ...subscribers.map((s) => closeClient(s)),
+      ...sharded.map((s) => s.close()),
+    ]);
   }
 
   private subscribe(): void {
     if (this.subscribers || this.closed) return;
     let live = 0;
-    this.subscribers = this.nodes.map((node, index) => {
-      // ioredis reconnects (unless a borrowed client's retryStrategy gives
-      // up); we subscribe again ourselves on 'ready' (below), and a
-      // waiter's fallback timer covers the messages missed meanwhile.
-      const sub = node.client.duplicate({
-        lazyConnect: false,
-        maxRetriesPerRequest: null,
-        enableAutoPipelining: false,
-        // SUBSCRIBE leaves while the connection is still being made: a
-        // borrowed client without an offline queue would have it refused,
-        // and no waiter would ever be woken.
-        enableOfflineQueue: true,
-        // ioredis's own re-subscription leaves its promise unhandled: a
-        // connection closed for good while that SUBSCRIBE is out (quit()
-        // dropping a subscriber whose node hangs, or a borrowed client's
-        // retryStrategy giving up) would be an unhandled rejection, fatal
-        // to the user's process by Node's default. We subscribe again
-        // ourselves, below.
-        autoResubscribe: false,
-        ...DROP_AT_ONCE,
-      });
-      sub.on('error', () => undefined);
-      sub.on('message', (_channel: string, message: string) =>
-        this.deliver(message, index),
-      );
+    this.subscribers = [];
+    this.nodes.forEach((node, index) => {
+      // A Cluster announces on per-key channels of the key's shard,
+      // subscribed while their keys are waited for (see `add`).
+      if (node instanceof ClusterNode) {
+        live++;
+        this.sharded.set(
+          index,
+          new ShardSubscriber(
+            node,
+            (message) => this.deliver(message, index),
+            (channel) => this.heardFrom(channel),
+          ),
+        );
+        return;
+      }
       // Releases published before the subscription was live, or while it
-      // was reconnecting, are lost: let everyone waiting try again, once a
-      // quorum of nodes can be heard (one wake-up, not one per node; a
-      // waiter that missed a later node's message tries by its grace timer).
-      sub.subscribe(this.channel).then(
-        () => {
-          if (++live === this.quorum) this.wakeAll();
-        },
-        () => undefined,
+      // was reconnecting, are lost: everyone waiting tries again, once a
+      // quorum of nodes can be heard (one wake-up, not one per node).
+      const sub = subscribeServer(
+        node,
+        this.channel,
+        (message) => this.deliver(message, index),
+        () => ++live === this.quorum && this.wakeAll(),
+        () => this.wakeAll(),
       );
-      let connected = false;
-      sub.on('ready', () => {
-        // Reconnected: listen again, then let every waiter try (releases
-        // published while the connection was down were lost).
-        if (connected)
-          sub.subscribe(this.channel).then(
-            () => this.wakeAll(),
-            () => undefined,
-          );
-        connected = true;
-      });
-      return sub;
+      this.subscribers?.push(sub);
     });
+    if (live >= this.quorum) this.wakeAll();
   }
 
   /**

@@ -1,0 +1,236 @@
+import type { Cluster, Redis } from 'ioredis';
+import { RedlockNode, runIdOf, uptimeOf } from '../nodes/redlock-node.js';
+import {
+  runScript,
+  runScriptPipeline,
+  type LuaScript,
+  type ScriptCall,
+} from '../scripts/lua-script.js';
+import { acquireReply, releaseArgs, RELEASE_SCRIPT } from '../scripts/index.js';
+import { groupBySlot, keysOf, slotOf } from './key-slot.js';
+import { SLOT_RULES, slotRuleOf } from './slot-rules.js';
+
+/**
+ * A Redis Cluster as one node of the quorum: its masters together hold the
+ * node's keys, each resource's keys in one slot (see `taggedKey`). A script
+ * whose keys span slots runs once per slot, all at once, and its replies
+ * are merged into one vote; a multi-resource acquire refused in one slot
+ * takes back what the others granted before it answers, so a refusal
+ * leaves no key, as on a single server. Pipelines (the watchdog's
+ * extensions) leave one per shard. Release wake-ups use the cluster's
+ * sharded pub/sub (see `ShardSubscriber`).
+ */
+export class ClusterNode extends RedlockNode {
+  constructor(
+    readonly cluster: Cluster,
+    name: string,
+    owned: boolean,
+  ) {
+    // The calls every node makes alike (status, events, evalsha, pipeline,
+    // info, time) a Cluster answers as a client does, routed by key.
+    super(cluster as unknown as Redis, name, owned);
+  }
+
+  override run(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    const s = script.sharded ?? script;
+    if (keys.length === 1) return runScript(this.client, s, keys, args);
+    if (s.name === 'acquire') return this.acquire(s, keys, args);
+    // Scripts of one resource read their first key only.
+    if (s.name === 'keep' || s.name === 'inspect')
+      return runScript(this.client, s, keys, args);
+    const rule = slotRuleOf(s);
+    const columns = rule.columns(args);
+    const groups = groupBySlot(keys, columns);
+    if (groups.length === 1) return runScript(this.client, s, keys, args);
+    return Promise.all(
+      groups.map((group) =>
+        runScript(
+          this.client,
+          s,
+          keysOf(keys, columns, group),
+          rule.argsFor?.(args, group) ?? args,
+        ),
+      ),
+    ).then((replies) => rule.merge(replies, groups));
+  }
+
+  /**
+   * The acquire script per slot. Refused in a slot: the grants of the
+   * others are taken back (the caller keeps its queue places), then the
+   * refusal is the reply. An error in a slot is the reply, and the
+   * caller's take-back covers every slot.
+   */
+  private async acquire(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    const fencing = String(args[3]) === '1';
+    const columns = fencing ? 2 : 1;
+    const groups = groupBySlot(keys, columns);
+    if (groups.length === 1) return runScript(this.client, script, keys, args);
+    const runs = await Promise.allSettled(
+      groups.map((group) =>
+        runScript(this.client, script, keysOf(keys, columns, group), args),
+      ),
+    );
+    const failed = runs.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const replies = runs.map(
+      (r) => (r as PromiseFulfilledResult<unknown>).value,
+    );
+    const readings = replies.map(acquireReply);
+    const refused = readings.findIndex((r) => !r.granted);
+    if (refused >= 0) {
+      const taken = groups.filter((_, r) => readings[r].granted);
+      if (taken.length) await this.takeBack(taken, keys, columns, args);
+      return replies[refused];
+    }
+    if (!fencing) return 1;
+    const n = keys.length / 2;
+    const merged: unknown[] = new Array<unknown>(n + 2);
+    merged[0] = 1;
+    merged[1] = 0;
+    replies.forEach((reply, r) =>
+      groups[r].forEach(
+        (j, k) => (merged[j + 2] = (reply as unknown[])[k + 2]),
+      ),
+    );
+    return merged;
+  }
+
+  /** Releases the lock keys of `groups` as a failed attempt's take-back. */
+  private async takeBack(
+    groups: readonly number[][],
+    keys: readonly string[],
+    columns: number,
+    args: readonly (string | number)[],
+  ): Promise<void> {
+    const [value, , meta, , place] = args.map(String);
+    // The place is `<life> <arrival> <name>`: the name keeps the queues.
+    const name = place?.split(' ').slice(2).join(' ');
+    const release = RELEASE_SCRIPT.sharded ?? RELEASE_SCRIPT;
+    const lockKeys = keys.slice(0, keys.length / columns);
+    await Promise.all(
+      groups.map((group) =>
+        runScript(
+          this.client,
+          release,
+          group.map((j) => lockKeys[j]),
+          releaseArgs(value, meta, name, place === undefined, undefined),
+        ),
+      ),
+    );
+  }
+
+  /**
+   * One pipeline per shard: calls are grouped by the master that owns
+   * their slot (the cluster's current view), each group sent at once. A
+   * call whose keys span slots (recreating a multi-resource lock) is split
+   * by its script's `SlotRule` and its replies merged.
+   */
+  override async runPipeline(
+    script: LuaScript,
+    calls: readonly ScriptCall[],
+  ): Promise<unknown[]> {
+    const s = script.sharded ?? script;
+    const rule = SLOT_RULES.get(s.name);
+    const parts: (ScriptCall & { call: number })[] = [];
+    const groupsOf: (number[][] | undefined)[] = [];
+    calls.forEach((call, i) => {
+      const columns = rule?.columns(call.args) ?? 1;
+      const groups =
+        rule && call.keys.length > 1
+          ? groupBySlot(call.keys, columns)
+          : undefined;
+      if (!groups || groups.length === 1) {
+        parts.push({ call: i, keys: call.keys, args: call.args });
+        return;
+      }
+      groupsOf[i] = groups;
+      for (const group of groups)
+        parts.push({
+          call: i,
+          keys: keysOf(call.keys, columns, group),
+          args: rule?.argsFor?.(call.args, group) ?? call.args,
+        });
+    });
+    const byShard = new Map<string, number[]>();
+    parts.forEach((part, p) => {
+      const owner = this.cluster.slots[slotOf(part.keys[0])]?.[0] ?? '';
+      const list = byShard.get(owner);
+      if (list) list.push(p);
+      else byShard.set(owner, [p]);
+    });
+    const replies = new Array<unknown>(parts.length);
+    await Promise.all(
+      [...byShard.values()].map(async (indexes) => {
+        const answers = await runScriptPipeline(
+          () => this.cluster.pipeline(),
+          s,
+          indexes.map((p) => parts[p]),
+        ).catch((error: unknown) => indexes.map(() => error));
+        indexes.forEach((p, k) => (replies[p] = answers[k]));
+      }),
+    );
+    const results = new Array<unknown>(calls.length);
+    const pending = new Map<number, unknown[]>();
+    parts.forEach((part, p) => {
+      if (!groupsOf[part.call]) results[part.call] = replies[p];
+      else
+        pending.set(part.call, [...(pending.get(part.call) ?? []), replies[p]]);
+    });
+    for (const [i, answers] of pending) {
+      const error = answers.find((a) => a instanceof Error);
+      results[i] = error ?? rule?.merge(answers, groupsOf[i] ?? []);
+    }
+    return results;
+  }
+
+  /** The masters (one per shard), as the cluster sees them now. */
+  masters(): Redis[] {
+    return this.cluster.nodes('master');
+  }
+
+  override async ping(): Promise<unknown> {
+    const masters = this.masters();
+    if (!masters.length) throw new Error('no master known (cluster not ready)');
+    const down: string[] = [];
+    await Promise.all(
+      masters.map((m) =>
+        m.ping().catch((error: Error) => {
+          down.push(`${shardName(m)}: ${error.message}`);
+        }),
+      ),
+    );
+    if (down.length) throw new Error(`shard ${down.join('; shard ')}`);
+    return masters.map(shardName);
+  }
+
+  /** The uptime of the youngest master: a restart of any shard lost its keys. */
+  override async uptimeSeconds(): Promise<number> {
+    const masters = this.masters();
+    if (!masters.length) throw new Error('no master known (cluster not ready)');
+    const uptimes = await Promise.all(
+      masters.map(async (m) => uptimeOf(await m.info('server'))),
+    );
+    return Math.min(...uptimes);
+  }
+
+  /** The run id of the master of slot 0: two entries naming one cluster share it. */
+  override async runId(): Promise<string | undefined> {
+    const owner = this.cluster.slots[0]?.[0];
+    const master = this.masters().find((m) => shardName(m) === owner);
+    if (!master) return undefined;
+    return runIdOf(await master.info('server'));
+  }
+}
+
+/** `host:port` of a master: how the cluster names its nodes. */
+export function shardName(client: Redis): string {
+  return `${client.options.host}:${client.options.port}`;
+}
