@@ -35,6 +35,12 @@ export declare class ClusterServer {
   client(options?: RedisOptions): Redis;
   /** SIGKILL: a crash; the node stays in the cluster, flagged failed. */
   kill(): Promise<void>;
+  /**
+   * Starts the server again on the same ports, empty but with its
+   * nodes.conf: it rejoins as the node it was (a failed-over master comes
+   * back as a replica). Follow with the cluster's settle().
+   */
+  restart(): Promise<void>;
   /** SIGSTOP. */
   freeze(): void;
   /** SIGCONT. */
@@ -60,7 +66,11 @@ export declare class RedisCluster {
   /**
    * A new ioredis Cluster on the seeds; the caller closes it. Defaults:
    * reconnect every 100 ms, node connections with maxRetriesPerRequest 0
-   * and a 1 s connect timeout; `options` override them.
+   * and a 1 s connect timeout; `options` override them. While the whole
+   * cluster is down, commands wait in the offline queue until it is back;
+   * `{ enableOfflineQueue: false }` fails them at once (and fails commands
+   * sent before the client is 'ready'). Errors are listened to (no
+   * "Unhandled error event" logs).
    */
   client(options?: ClusterOptions): Cluster;
   /** Running masters, as each server reports its ROLE now. */
@@ -103,6 +113,11 @@ export declare class RedisCluster {
   finishMigration(slot?: number): Promise<void>;
   /** SIGKILLs every server: the whole cluster down (dirs kept). */
   kill(): Promise<void>;
+  /**
+   * Restarts every server (killed or not) on the same ports, empty, with
+   * its nodes.conf, and settles: the whole cluster back after kill().
+   */
+  restart(): Promise<void>;
   /** Kills every server by pid and removes their directories. */
   stop(): Promise<void>;
 }

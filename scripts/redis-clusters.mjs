@@ -85,6 +85,14 @@ export class ClusterServer {
   kill() {
     return this.server.kill();
   }
+  /**
+   * Starts the server again on the same ports, empty but with its
+   * nodes.conf: it rejoins the cluster as the node it was (a master that
+   * was failed over comes back as a replica). Call the cluster's settle().
+   */
+  restart() {
+    return this.server.restart();
+  }
   freeze() {
     this.server.freeze();
   }
@@ -191,10 +199,12 @@ export class RedisCluster {
    * connections do not retry a command on their own, so a dead node shows as
    * a failover/redirection in the cluster client, which follows MOVED and ASK
    * as it does for users; reconnection is every 100 ms so a test may kill and
-   * restart the whole cluster.
+   * restart the whole cluster. While the whole cluster is down, commands
+   * wait in the offline queue until it is back; `enableOfflineQueue: false`
+   * fails them at once instead (and fails commands sent before 'ready').
    */
   client(options = {}) {
-    return new Cluster(
+    const client = new Cluster(
       this.servers.map((s) => ({ host: '127.0.0.1', port: s.port })),
       {
         clusterRetryStrategy: () => 100,
@@ -206,6 +216,10 @@ export class RedisCluster {
         },
       },
     );
+    // While the whole cluster is down ioredis emits an error per failed
+    // slots refresh; unheard, it prints each one as unhandled.
+    client.on('error', () => undefined);
+    return client;
   }
 
   #alive() {
@@ -505,6 +519,15 @@ export class RedisCluster {
   /** Kills every server (SIGKILL): the whole cluster down, dirs kept. */
   async kill() {
     await Promise.all(this.servers.map((s) => s.kill()));
+  }
+
+  /**
+   * Restarts every server (killed or not) on the same ports, empty, with
+   * its nodes.conf, and settles: the whole cluster back after kill().
+   */
+  async restart() {
+    await Promise.all(this.servers.map((s) => s.restart()));
+    await this.settle();
   }
 
   /** Kills every server by pid and removes their directories. */

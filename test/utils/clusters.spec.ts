@@ -109,6 +109,12 @@ describe('Redis Cluster harness', () => {
     );
     expect(await cluster.masterOf(key)).toBe(promoted);
     expect(await client.get(key)).toBe('kept');
+
+    // The old master comes back (empty, with its nodes.conf) as a replica.
+    await master.restart();
+    await cluster.settle();
+    expect(master.role).toBe('replica');
+    expect(master.masterId).toBe(promoted.id);
   });
 
   it('migrateSlot moves a slot with its keys; the client follows MOVED', async () => {
@@ -150,19 +156,30 @@ describe('Redis Cluster harness', () => {
     expect(await client.get(stayed)).toBe('s');
   });
 
-  it('kill() takes a whole cluster down; stop() leaves no process and no directory', async () => {
+  it('kill() takes a whole cluster down, restart() brings it back; stop() leaves no process and no directory', async () => {
     const [a, b] = await startClusters(2, { masters: 1, replicas: 1 });
     const pids = [...a.servers, ...b.servers].map((s) => s.pid as number);
     const dirs = [...a.servers, ...b.servers].map((s) => s.dir);
     expect(pids).toHaveLength(4);
     for (const pid of pids) expect(() => process.kill(pid, 0)).not.toThrow();
 
+    const [masterA] = await a.masters();
+    await masterA.admin().set('lost', 'on restart');
     await a.kill();
     for (const s of a.servers) expect(s.alive).toBe(false);
     expect(() => process.kill(pids[0], 0)).toThrow();
     expect(() => process.kill(pids[1], 0)).toThrow();
     expect(existsSync(dirs[0])).toBe(true);
     expect(() => process.kill(pids[2], 0)).not.toThrow();
+
+    // Back on the same ports, settled, and empty.
+    await a.restart();
+    expect(a.servers.every((s) => s.alive)).toBe(true);
+    expect(await a.masters()).toHaveLength(1);
+    expect(await a.replicas()).toHaveLength(1);
+    expect(await masterA.admin().exists('lost')).toBe(0);
+    const pidsA = a.servers.map((s) => s.pid as number);
+    pids.push(...pidsA);
 
     await Promise.all([a.stop(), b.stop()]);
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
