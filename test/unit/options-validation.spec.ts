@@ -152,24 +152,73 @@ describe('module options validation', () => {
     }
   });
 
-  it('rejects a Redis Cluster client as a node, naming the field', () => {
+  it('refuses a Redis Cluster client with an ioredis keyPrefix, naming the field', () => {
     const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], {
       lazyConnect: true,
+      keyPrefix: 'app:',
     });
     try {
       const error = configError(
         () =>
           new Redlock({
-            // The types refuse it already; JavaScript callers get this.
-            clients: [three[0], cluster as unknown as Redis, three[1]],
+            clients: [three[0], cluster, three[1]],
             logger: quiet,
           }),
       );
       expect(error.field).toBe('clients[1]');
-      expect(error.message).toContain('Redis Cluster');
+      expect(error.message).toContain('keyPrefix "app:"');
     } finally {
       cluster.disconnect();
     }
+  });
+
+  it('checks a Cluster config: seeds listed, each a URL or { host, port }, credentials never shown', () => {
+    expect(
+      configError(() => new Redlock({ clients: [{ cluster: [] }] })).field,
+    ).toBe('clients[0].cluster');
+    const bad = configError(
+      () =>
+        new Redlock({
+          clients: [
+            { cluster: ['redis://127.0.0.1:1'] },
+            { cluster: ['redis://127.0.0.1:2', 'http://u:s3cret@h:3'] },
+          ],
+        }),
+    );
+    expect(bad.field).toBe('clients[1].cluster[1]');
+    expect(bad.message).not.toContain('s3cret');
+  });
+
+  it('puts hash tags in the keys with a Cluster node, and refuses prefixes with braces then', async () => {
+    const cluster = new Redlock({
+      clients: [{ cluster: ['redis://u:pw@127.0.0.1:1'] }],
+      logger: quiet,
+    });
+    const plain = new Redlock({ clients: [three[2]], logger: quiet });
+    try {
+      expect(cluster.keyOf('order:42')).toBe('lock:{order:42}');
+      expect(cluster.keyOf('{user:7}:cart')).toBe('lock:{user:7}{user:7}:cart');
+      expect(plain.keyOf('order:42')).toBe('lock:order:42');
+      expect(cluster.health).toBeDefined();
+      expect(JSON.stringify(await cluster.health(50))).not.toContain('pw');
+    } finally {
+      await cluster.quit();
+      await plain.quit();
+    }
+    const error = configError(
+      () =>
+        new Redlock({
+          clients: [three[0]],
+          hashTags: true,
+          keyPrefix: '{app}:lock:',
+        }),
+    );
+    expect(error.field).toBe('keyPrefix');
+    expect(
+      configError(
+        () => new Redlock({ clients: [three[0]], hashTags: 'yes' as never }),
+      ).field,
+    ).toBe('hashTags');
   });
 
   it('never shows credentials in node names or errors', () => {
