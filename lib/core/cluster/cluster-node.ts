@@ -7,6 +7,7 @@ import {
   type ScriptCall,
 } from '../scripts/lua-script.js';
 import { acquireReply, releaseArgs, RELEASE_SCRIPT } from '../scripts/index.js';
+import { declareMetaKeys } from './declared-keys.js';
 import { groupBySlot, keysOf, slotOf } from './key-slot.js';
 import { SLOT_RULES, slotRuleOf } from './slot-rules.js';
 
@@ -36,26 +37,34 @@ export class ClusterNode extends RedlockNode {
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
-    const s = script.sharded ?? script;
-    if (keys.length === 1) return runScript(this.client, s, keys, args);
-    if (s.name === 'acquire') return this.acquire(s, keys, args);
-    // Scripts of one resource read their first key only.
-    if (s.name === 'keep' || s.name === 'inspect')
-      return runScript(this.client, s, keys, args);
-    const rule = slotRuleOf(s);
+    if (keys.length === 1 || script.name === 'inspect')
+      return this.send(script, keys, args);
+    if (script.name === 'acquire') return this.acquire(script, keys, args);
+    const rule = slotRuleOf(script);
     const columns = rule.columns(args);
     const groups = groupBySlot(keys, columns);
-    if (groups.length === 1) return runScript(this.client, s, keys, args);
+    if (groups.length === 1) return this.send(script, keys, args);
     return Promise.all(
       groups.map((group) =>
-        runScript(
-          this.client,
-          s,
+        this.send(
+          script,
           keysOf(keys, columns, group),
           rule.argsFor?.(args, group) ?? args,
         ),
       ),
     ).then((replies) => rule.merge(replies, groups));
+  }
+
+  /** One script call on the keys of one slot (see `declareMetaKeys`). */
+  private send(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    const lockKeys =
+      script.name === 'acquire' ? lockKeyCount(keys, args) : undefined;
+    const call = declareMetaKeys(script, { keys, args }, lockKeys);
+    return runScript(this.client, call.script, call.keys, call.args);
   }
 
   /**
@@ -72,10 +81,10 @@ export class ClusterNode extends RedlockNode {
     const fencing = String(args[3]) === '1';
     const columns = fencing ? 2 : 1;
     const groups = groupBySlot(keys, columns);
-    if (groups.length === 1) return runScript(this.client, script, keys, args);
+    if (groups.length === 1) return this.send(script, keys, args);
     const runs = await Promise.allSettled(
       groups.map((group) =>
-        runScript(this.client, script, keysOf(keys, columns, group), args),
+        this.send(script, keysOf(keys, columns, group), args),
       ),
     );
     const failed = runs.find((r) => r.status === 'rejected');
@@ -113,13 +122,11 @@ export class ClusterNode extends RedlockNode {
     const [value, , meta, , place] = args.map(String);
     // The place is `<life> <arrival> <name>`: the name keeps the queues.
     const name = place?.split(' ').slice(2).join(' ');
-    const release = RELEASE_SCRIPT.sharded ?? RELEASE_SCRIPT;
     const lockKeys = keys.slice(0, keys.length / columns);
     await Promise.all(
       groups.map((group) =>
-        runScript(
-          this.client,
-          release,
+        this.send(
+          RELEASE_SCRIPT,
           group.map((j) => lockKeys[j]),
           releaseArgs(value, meta, name, place === undefined, undefined),
         ),
@@ -137,8 +144,7 @@ export class ClusterNode extends RedlockNode {
     script: LuaScript,
     calls: readonly ScriptCall[],
   ): Promise<unknown[]> {
-    const s = script.sharded ?? script;
-    const rule = SLOT_RULES.get(s.name);
+    const rule = SLOT_RULES.get(script.name);
     const parts: (ScriptCall & { call: number })[] = [];
     const groupsOf: (number[][] | undefined)[] = [];
     calls.forEach((call, i) => {
@@ -148,17 +154,23 @@ export class ClusterNode extends RedlockNode {
           ? groupBySlot(call.keys, columns)
           : undefined;
       if (!groups || groups.length === 1) {
-        parts.push({ call: i, keys: call.keys, args: call.args });
+        parts.push({ call: i, ...declareMetaKeys(script, call) });
         return;
       }
       groupsOf[i] = groups;
       for (const group of groups)
         parts.push({
           call: i,
-          keys: keysOf(call.keys, columns, group),
-          args: rule?.argsFor?.(call.args, group) ?? call.args,
+          ...declareMetaKeys(script, {
+            keys: keysOf(call.keys, columns, group),
+            args: rule?.argsFor?.(call.args, group) ?? call.args,
+          }),
         });
     });
+    const variant = declareMetaKeys(
+      script,
+      calls[0] ?? { keys: [], args: [] },
+    ).script;
     const byShard = new Map<string, number[]>();
     parts.forEach((part, p) => {
       const owner = this.cluster.slots[slotOf(part.keys[0])]?.[0] ?? '';
@@ -171,7 +183,7 @@ export class ClusterNode extends RedlockNode {
       [...byShard.values()].map(async (indexes) => {
         const answers = await runScriptPipeline(
           () => this.cluster.pipeline(),
-          s,
+          variant,
           indexes.map((p) => parts[p]),
         ).catch((error: unknown) => indexes.map(() => error));
         indexes.forEach((p, k) => (replies[p] = answers[k]));
@@ -233,4 +245,12 @@ export class ClusterNode extends RedlockNode {
 /** `host:port` of a master: how the cluster names its nodes. */
 export function shardName(client: Redis): string {
   return `${client.options.host}:${client.options.port}`;
+}
+
+/** The acquire script's lock keys: half its keys with fencing (counters follow). */
+function lockKeyCount(
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): number {
+  return String(args[3]) === '1' ? keys.length / 2 : keys.length;
 }

@@ -11,56 +11,7 @@ import { waitQueueLua } from './wait-queue.lua.js';
  */
 export const BARGE_WINDOW_MS = 250;
 
-/**
- * Takes every key of a lock on one node, all or nothing.
- *
- * KEYS: the n lock keys, then (with fencing) their n token counter keys.
- * ARGV[1]: the lock value, ARGV[2]: the lease in ms, ARGV[3]: the meta
- * prefix, ARGV[4]: `1` with fencing, else `0` or absent, ARGV[5]: the
- * caller's place in the wait queues, `<life> <arrival> <name>`, absent for
- * a single attempt (it takes no place). Trailing arguments that say
- * nothing are left out (see `acquireArgs`): each one costs the client and
- * every node a little on every acquire, and most acquires are single
- * uncontended attempts. `life`: how long, in ms, a refused caller's
- * place lives unless renewed; `arrival`: when the caller first asked (its
- * wall clock, ms): its rank in every node's queue, so that all nodes rank
- * their waiters alike (node clocks and arrival orders differ); `name`: the
- * caller's name in the queues (`<listener id> <value> <lease>`). Packed in
- * one argument, read only when the caller is refused or the key is
- * queued for.
- * Returns `1` when granted (with fencing `{1, 0, counter1, ..., countern}`,
- * counters as decimal strings, `"0"` when absent: they are only read here
- * and raised by `FENCE_SCRIPT` once the client holds the lock); when
- * refused, `-2 - pttl` if a key holds another value (pttl: that key's
- * remaining lease, so a waiter knows how long it may wait), `-1` if the key
- * is free but waiters go first (see below), and for a caller with a place
- * (ARGV[5]) `{code, node time ms}` instead (see `transferred`); read them
- * with `acquireReply`. Plain integers, not arrays, on the common path:
- * they are cheaper for the client to read.
- *
- * Checking all keys before writing any makes a multi-resource lock atomic on
- * the node: two callers locking overlapping sets never hold half each, so
- * they cannot deadlock. A key that already holds our own value counts as
- * granted (an earlier attempt's reply may have been lost) and is refreshed.
- * Each key is a plain `SET key value PX ttl`, so operators and other tools
- * following the SET NX convention see the holder with `GET`. A single key
- * without fencing that is free and has no queue (the common case) costs two
- * calls: `SET NX`, then a look for a queue.
- *
- * Waiting (see WAIT_QUEUE_LUA; only a hint, never needed for safety):
- * - a refused caller takes a place in the queue of the key that refused it
- *   and keeps it, granted or not, until it releases or gives up (so a lock
- *   whose attempt failed on other nodes keeps its turn here);
- * - bounded barging: a free key is refused to a caller that is not in its
- *   live queue once the head of that queue has waited BARGE_WINDOW_MS.
- *   Before that, a newcomer may take a free key: typically the holder that
- *   just released and asks again, which keeps a hot lock busy; past the
- *   bound the queue is served in order, so no waiter starves. Any queued
- *   waiter may take a free key, not only the head, so a multi-resource
- *   waiter blocked on another key keeps nobody waiting.
- */
-export const ACQUIRE_SCRIPT = defineScript(
-  'acquire',
+const ACQUIRE_LUA =
   // The fast path comes before the shared helpers, so that it does not
   // even create them.
   `
@@ -73,8 +24,8 @@ if #KEYS == 1 then
   end
 end
 ` +
-    waitQueueLua() +
-    `
+  waitQueueLua() +
+  `
 local n = #KEYS
 if ARGV[4] == '1' then n = n / 2 end
 local meta = ARGV[3]
@@ -127,8 +78,57 @@ for i = 1, n do
   reply[i + 2] = redis.call('GET', KEYS[n + i]) or '0'
 end
 return reply
-`,
-);
+`;
+
+/**
+ * Takes every key of a lock on one node, all or nothing.
+ *
+ * KEYS: the n lock keys, then (with fencing) their n token counter keys.
+ * ARGV[1]: the lock value, ARGV[2]: the lease in ms, ARGV[3]: the meta
+ * prefix, ARGV[4]: `1` with fencing, else `0` or absent, ARGV[5]: the
+ * caller's place in the wait queues, `<life> <arrival> <name>`, absent for
+ * a single attempt (it takes no place). Trailing arguments that say
+ * nothing are left out (see `acquireArgs`): each one costs the client and
+ * every node a little on every acquire, and most acquires are single
+ * uncontended attempts. `life`: how long, in ms, a refused caller's
+ * place lives unless renewed; `arrival`: when the caller first asked (its
+ * wall clock, ms): its rank in every node's queue, so that all nodes rank
+ * their waiters alike (node clocks and arrival orders differ); `name`: the
+ * caller's name in the queues (`<listener id> <value> <lease>`). Packed in
+ * one argument, read only when the caller is refused or the key is
+ * queued for.
+ * Returns `1` when granted (with fencing `{1, 0, counter1, ..., countern}`,
+ * counters as decimal strings, `"0"` when absent: they are only read here
+ * and raised by `FENCE_SCRIPT` once the client holds the lock); when
+ * refused, `-2 - pttl` if a key holds another value (pttl: that key's
+ * remaining lease, so a waiter knows how long it may wait), `-1` if the key
+ * is free but waiters go first (see below), and for a caller with a place
+ * (ARGV[5]) `{code, node time ms}` instead (see `transferred`); read them
+ * with `acquireReply`. Plain integers, not arrays, on the common path:
+ * they are cheaper for the client to read.
+ *
+ * Checking all keys before writing any makes a multi-resource lock atomic on
+ * the node: two callers locking overlapping sets never hold half each, so
+ * they cannot deadlock. A key that already holds our own value counts as
+ * granted (an earlier attempt's reply may have been lost) and is refreshed.
+ * Each key is a plain `SET key value PX ttl`, so operators and other tools
+ * following the SET NX convention see the holder with `GET`. A single key
+ * without fencing that is free and has no queue (the common case) costs two
+ * calls: `SET NX`, then a look for a queue.
+ *
+ * Waiting (see WAIT_QUEUE_LUA; only a hint, never needed for safety):
+ * - a refused caller takes a place in the queue of the key that refused it
+ *   and keeps it, granted or not, until it releases or gives up (so a lock
+ *   whose attempt failed on other nodes keeps its turn here);
+ * - bounded barging: a free key is refused to a caller that is not in its
+ *   live queue once the head of that queue has waited BARGE_WINDOW_MS.
+ *   Before that, a newcomer may take a free key: typically the holder that
+ *   just released and asks again, which keeps a hot lock busy; past the
+ *   bound the queue is served in order, so no waiter starves. Any queued
+ *   waiter may take a free key, not only the head, so a multi-resource
+ *   waiter blocked on another key keeps nobody waiting.
+ */
+export const ACQUIRE_SCRIPT = defineScript('acquire', ACQUIRE_LUA, ACQUIRE_LUA);
 
 /**
  * The arguments of {@link ACQUIRE_SCRIPT}, without the trailing ones that

@@ -11,11 +11,11 @@ export interface LuaScript {
   readonly source: string;
   readonly sha: string;
   /**
-   * The variant a Redis Cluster node runs, for a script that announces
-   * releases: it publishes on the key's shard (`SPUBLISH`) rather than to
-   * the whole cluster.
+   * The variant a Redis Cluster node runs, for a script that reaches keys
+   * beside its lock keys: the client declares those too (see
+   * `DECLARED_KEYS_LUA`), and a release announces on the key's shard.
    */
-  readonly sharded?: LuaScript;
+  readonly forCluster?: LuaScript;
 }
 
 /** One run of a script in a pipeline. */
@@ -26,17 +26,36 @@ export interface ScriptCall {
 
 /**
  * Builds a {@link LuaScript}, hashing its source once at module load;
- * `shardedSource`: its Redis Cluster variant, if it has one.
+ * `clusterSource`: its Redis Cluster variant, if it has one.
  */
 export function defineScript(
   name: string,
   source: string,
-  shardedSource?: string,
+  clusterSource?: string,
 ): LuaScript {
   const sha = createHash('sha1').update(source).digest('hex');
-  if (shardedSource === undefined) return { name, source, sha };
-  return { name, source, sha, sharded: defineScript(name, shardedSource) };
+  if (clusterSource === undefined) return { name, source, sha };
+  return {
+    name,
+    source,
+    sha,
+    forCluster: defineScript(name, DECLARED_KEYS_LUA + clusterSource),
+  };
 }
+
+/**
+ * The start of a script's Redis Cluster variant. A cluster routes a script
+ * by the keys it declares, and during a slot migration it runs one only
+ * where all of them are (or asks the client to try again): a key reached
+ * without being declared could be written on the node the slot is leaving,
+ * and the migration would then fail on it. So the client declares the meta
+ * keys too (see `declareMetaKeys`) and sends, last in ARGV, how many keys
+ * the script itself reads; the rest are taken off here.
+ */
+const DECLARED_KEYS_LUA = `
+local declared = tonumber(table.remove(ARGV))
+while #KEYS > declared do table.remove(KEYS) end
+`;
 
 /** True for the error a node answers when it does not know a script's SHA. */
 export function isNoScriptError(error: unknown): boolean {

@@ -1,0 +1,233 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Cluster } from 'ioredis';
+import {
+  LockNotAcquiredError,
+  Redlock,
+  type RedlockOptions,
+} from 'nestjs-redlock';
+import {
+  startCluster,
+  startClusters,
+  type RedisCluster,
+} from '../../scripts/redis-clusters.mjs';
+import { uniquePrefix } from '../utils/nodes.js';
+
+const quiet = { warn: () => undefined };
+
+/**
+ * What a Cluster node does when its topology changes under held and
+ * waiting locks: slots migrating (MOVED and ASK redirections), a master
+ * failing over to its replica, a replica promoted without the latest
+ * write (the documented hazard), and a whole cluster of a quorum down.
+ */
+describe('Redis Cluster nodes under topology changes', () => {
+  const redlocks: Redlock[] = [];
+  const make = (
+    clusters: RedisCluster[],
+    options: Partial<RedlockOptions> = {},
+  ) => {
+    const redlock = new Redlock({
+      clients: clusters.map((c) => ({ cluster: c.seeds })),
+      logger: quiet,
+      ...options,
+    });
+    redlocks.push(redlock);
+    return redlock;
+  };
+  afterAll(async () => {
+    await Promise.all(redlocks.map((r) => r.quit()));
+  });
+
+  describe('one cluster, 3 masters with a replica each', () => {
+    let cluster: RedisCluster;
+    let admin: Cluster;
+    beforeAll(async () => {
+      cluster = await startCluster({ masters: 3, replicas: 1 });
+      admin = cluster.client();
+    }, 60_000);
+    afterAll(async () => {
+      admin?.disconnect();
+      await cluster?.stop();
+    });
+
+    it('holds and hands locks on while slots migrate: no overlap, no stuck waiter', async () => {
+      const keyPrefix = uniquePrefix('mig');
+      const [a, b] = [
+        make([cluster], { keyPrefix }),
+        make([cluster], { keyPrefix }),
+      ];
+      const resources = ['m1', 'm2', 'm3'];
+      const counter = `${keyPrefix}count`;
+      await admin.set(counter, 0);
+      let inside = 0;
+      let overlaps = 0;
+      const work = async () => {
+        if (++inside > 1) overlaps++;
+        const value = Number(await admin.get(counter));
+        await sleep(5);
+        await admin.set(counter, value + 1);
+        inside--;
+      };
+      // 60 critical sections over the three resources (all three at once),
+      // while each of their slots migrates: fully, then half (ASK) and on.
+      const callers = Array.from({ length: 60 }, (_, i) =>
+        (i % 2 ? a : b).using(resources, work, {
+          ttl: 1000,
+          waitTimeout: 30_000,
+        }),
+      );
+      // A failed migration must not leave the callers' rejections unhandled.
+      for (const caller of callers) caller.catch(() => undefined);
+      const slots = await Promise.all(
+        resources.map((r) => cluster.slotOf(a.keyOf(r))),
+      );
+      const masters = await cluster.masters();
+      for (const [i, slot] of slots.entries()) {
+        const owner = await cluster.ownerOf(slot);
+        const to = masters.find((m) => m.port !== owner.port) ?? masters[0];
+        await sleep(30);
+        if (i === 1) {
+          await cluster.beginMigration(slot, to);
+          await sleep(100);
+          await cluster.finishMigration(slot);
+        } else await cluster.migrateSlot(slot, to);
+      }
+      const settled = await Promise.allSettled(callers);
+      expect(settled.filter((r) => r.status === 'rejected')).toEqual([]);
+      expect(overlaps).toBe(0);
+      expect(await admin.get(counter)).toBe('60');
+      for (const r of resources) expect(await admin.exists(a.keyOf(r))).toBe(0);
+    }, 60_000);
+
+    it('keeps a watched lock through a failover whose replica had the key', async () => {
+      const keyPrefix = uniquePrefix('fo');
+      const [holder, other] = [
+        make([cluster], { keyPrefix }),
+        make([cluster], { keyPrefix }),
+      ];
+      const key = holder.keyOf('order:1');
+      let lost = false;
+      const refusals: unknown[] = [];
+      const result = holder.using(
+        'order:1',
+        async (lock) => {
+          // The write reached the replica before the master dies.
+          await admin.call('WAIT', 1, 1000);
+          const master = await cluster.masterOf(key);
+          const { promoted, ms } = await cluster.failover(master);
+          expect(promoted.port).not.toBe(master.port);
+          expect(ms).toBeLessThan(4000);
+          refusals.push(
+            await other
+              .acquire('order:1', { waitTimeout: 0 })
+              .catch((e: unknown) => e),
+          );
+          // The watchdog goes on extending on the promoted master.
+          await sleep(2500);
+          lost = lock.signal.aborted;
+          expect(await promoted.admin().get(key)).toBe(lock.value);
+          refusals.push(
+            await other
+              .acquire('order:1', { waitTimeout: 0 })
+              .catch((e: unknown) => e),
+          );
+          return lock.value;
+        },
+        { ttl: 6000 },
+      );
+      await result;
+      expect(lost).toBe(false);
+      expect(refusals).toHaveLength(2);
+      for (const r of refusals) expect(r).toBeInstanceOf(LockNotAcquiredError);
+      expect(await admin.exists(key)).toBe(0);
+    }, 30_000);
+  });
+
+  describe('a quorum of three clusters', () => {
+    let clusters: RedisCluster[];
+    beforeAll(async () => {
+      clusters = await startClusters(3, { masters: 3, replicas: 1 });
+    }, 60_000);
+    afterAll(async () => {
+      await Promise.all((clusters ?? []).map((c) => c.stop()));
+    });
+
+    it('a replica promoted without the latest write loses the lock on one cluster only: alone it would be taken twice, in a quorum of three it is not', async () => {
+      const keyPrefix = uniquePrefix('lostwrite');
+      const holder = make(clusters, { keyPrefix });
+      const single = make([clusters[0]], { keyPrefix, hashTags: true });
+      const other = make(clusters, { keyPrefix });
+      const key = holder.keyOf('sku:9');
+      // Asynchronous replication's loss, made certain: the replica of the
+      // key's master is cut off (frozen, its link closed) before the lock
+      // is written, and promoted once the master dies.
+      const master = await clusters[0].masterOf(key);
+      const replica = (await clusters[0].replicas()).find(
+        (r) => r.masterId === master.id,
+      );
+      if (!replica) throw new Error('no replica of the master');
+      replica.freeze();
+      await master.admin().call('CLIENT', 'KILL', 'TYPE', 'replica');
+      const lock = await holder.acquire('sku:9', { ttl: 20_000 });
+      expect(await master.admin().get(key)).toBe(lock.value);
+      await master.kill();
+      replica.thaw();
+      await clusters[0].settle(20_000);
+      const masters = await clusters[0].masters();
+      expect(masters.map((m) => m.port)).toContain(replica.port);
+      expect(await replica.admin().exists(key)).toBe(0);
+      // One cluster alone: the lock is free there while its holder still
+      // holds it (the hazard docs/cluster.md describes).
+      // (The clients learn the new topology within a few attempts.)
+      const twice = await single.acquire('sku:9', {
+        ttl: 1000,
+        waitTimeout: 5000,
+      });
+      await twice.release();
+      // A quorum of three clusters: the two others still hold it.
+      const refused = await other
+        .acquire('sku:9', { ttl: 1000, waitTimeout: 3000 })
+        .catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(LockNotAcquiredError);
+      expect(
+        (refused as LockNotAcquiredError).nodes.map((n) => n.outcome),
+      ).toEqual(['granted', 'busy', 'busy']);
+      expect((await lock.release()).released).toBe(true);
+    }, 30_000);
+
+    it('takes and releases locks with one cluster entirely down', async () => {
+      const keyPrefix = uniquePrefix('down');
+      const [a, b] = [
+        make(clusters, { keyPrefix }),
+        make(clusters, { keyPrefix }),
+      ];
+      await clusters[2].kill();
+      try {
+        const lock = await a.acquire(['d1', 'd2', 'd3'], { ttl: 5000 });
+        expect(lock.isHeld).toBe(true);
+        const up = clusters.slice(0, 2).map((c) => c.client());
+        try {
+          for (const c of up)
+            expect(await c.get(a.keyOf('d2'))).toBe(lock.value);
+        } finally {
+          for (const c of up) c.disconnect();
+        }
+        const refused = await b
+          .acquire(['d3'], { waitTimeout: 0 })
+          .catch((e: unknown) => e);
+        expect(refused).toBeInstanceOf(LockNotAcquiredError);
+        const waiting = b.acquire('d2', { waitTimeout: 10_000 });
+        await sleep(50);
+        expect((await lock.release()).released).toBe(true);
+        const next = await waiting;
+        await next.release();
+        const health = await a.health(500);
+        expect(health.healthy).toBe(true);
+        expect(health.nodes.map((n) => n.up)).toEqual([true, true, false]);
+      } finally {
+        await clusters[2].restart();
+      }
+    }, 40_000);
+  });
+});
