@@ -144,6 +144,47 @@ describe('Redis Cluster nodes under topology changes', () => {
     }, 30_000);
   });
 
+  describe('one cluster of 3 masters without replicas', () => {
+    let cluster: RedisCluster;
+    beforeAll(async () => {
+      cluster = await startCluster({ masters: 3, replicas: 0 });
+    }, 60_000);
+    afterAll(async () => {
+      await cluster?.stop();
+    });
+
+    it('does not count its grants while a master that restarted empty is younger than restartQuarantine', async () => {
+      const redlock = make([cluster], {
+        keyPrefix: uniquePrefix('rq'),
+        restartQuarantine: 4000,
+      });
+      // Taken once the cluster's masters are old enough.
+      await (await redlock.acquire('q1', { waitTimeout: 8000 })).release();
+      const [master] = await cluster.masters();
+      await master.restart();
+      const restarted = performance.now();
+      let quarantined = false;
+      for (let i = 0; i < 100 && !quarantined; i++) {
+        await sleep(50);
+        quarantined = (await redlock.health()).nodes[0].quarantined === true;
+      }
+      expect(quarantined).toBe(true);
+      const refused = await redlock
+        .acquire('q1', { waitTimeout: 0 })
+        .catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(LockNotAcquiredError);
+      expect((refused as LockNotAcquiredError).nodes[0].outcome).toBe(
+        'quarantined',
+      );
+      const later = await redlock.acquire('q1', { waitTimeout: 8000 });
+      expect(later.isHeld).toBe(true);
+      // Not before the restarted master's uptime reached the quarantine
+      // (less the second its rounding may add).
+      expect(performance.now() - restarted).toBeGreaterThan(2900);
+      await later.release();
+    }, 30_000);
+  });
+
   describe('a quorum of three clusters', () => {
     let clusters: RedisCluster[];
     beforeAll(async () => {

@@ -121,7 +121,7 @@ describe('a Redis Cluster as a node', () => {
           .call('PUBSUB', 'SHARDCHANNELS', `*${key}`)) as string[];
       }
       expect(channels).toHaveLength(1);
-      const queue = (await owner.admin().keys(`*q:${key}`));
+      const queue = await owner.admin().keys(`*q:${key}`);
       expect(queue).toHaveLength(1);
       const wakeups = waiter.releases.wakeups;
       await held.release();

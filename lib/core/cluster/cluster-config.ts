@@ -8,9 +8,14 @@ import { ClusterNode } from './cluster-node.js';
  * Options the library applies to the Clusters it creates (a user's own
  * options win), as for single servers (see `OWNED_CLIENT_DEFAULTS`): a
  * request that waits for a reconnection is worth nothing to a lock.
+ * Auto-pipelining sends the requests of one tick to a shard in one write,
+ * as a single server's node does by itself (see `RedlockNode.run`); one
+ * write per request cost each shard twice the CPU per lock
+ * (docs/performance.md).
  */
 const OWNED_CLUSTER_DEFAULTS: ClusterOptions = {
   lazyConnect: true,
+  enableAutoPipelining: true,
   redisOptions: { maxRetriesPerRequest: 0, ...DROP_AT_ONCE },
 };
 

@@ -6,7 +6,7 @@ import {
   type LuaScript,
   type ScriptCall,
 } from '../scripts/lua-script.js';
-import { acquireReply, releaseArgs, RELEASE_SCRIPT } from '../scripts/index.js';
+import { acquireAcrossSlots } from './acquire-across-slots.js';
 import { declareMetaKeys } from './declared-keys.js';
 import { groupBySlot, keysOf, slotOf } from './key-slot.js';
 import { SLOT_RULES, slotRuleOf } from './slot-rules.js';
@@ -39,7 +39,8 @@ export class ClusterNode extends RedlockNode {
   ): Promise<unknown> {
     if (keys.length === 1 || script.name === 'inspect')
       return this.send(script, keys, args);
-    if (script.name === 'acquire') return this.acquire(script, keys, args);
+    if (script.name === 'acquire')
+      return acquireAcrossSlots(script, keys, args, this.send);
     const rule = slotRuleOf(script);
     const columns = rule.columns(args);
     const groups = groupBySlot(keys, columns);
@@ -56,83 +57,16 @@ export class ClusterNode extends RedlockNode {
   }
 
   /** One script call on the keys of one slot (see `declareMetaKeys`). */
-  private send(
+  private readonly send = (
     script: LuaScript,
     keys: readonly string[],
     args: readonly (string | number)[],
-  ): Promise<unknown> {
+  ): Promise<unknown> => {
     const lockKeys =
       script.name === 'acquire' ? lockKeyCount(keys, args) : undefined;
     const call = declareMetaKeys(script, { keys, args }, lockKeys);
     return runScript(this.client, call.script, call.keys, call.args);
-  }
-
-  /**
-   * The acquire script per slot. Refused in a slot: the grants of the
-   * others are taken back (the caller keeps its queue places), then the
-   * refusal is the reply. An error in a slot is the reply, and the
-   * caller's take-back covers every slot.
-   */
-  private async acquire(
-    script: LuaScript,
-    keys: readonly string[],
-    args: readonly (string | number)[],
-  ): Promise<unknown> {
-    const fencing = String(args[3]) === '1';
-    const columns = fencing ? 2 : 1;
-    const groups = groupBySlot(keys, columns);
-    if (groups.length === 1) return this.send(script, keys, args);
-    const runs = await Promise.allSettled(
-      groups.map((group) =>
-        this.send(script, keysOf(keys, columns, group), args),
-      ),
-    );
-    const failed = runs.find((r) => r.status === 'rejected');
-    if (failed) throw failed.reason;
-    const replies = runs.map(
-      (r) => (r as PromiseFulfilledResult<unknown>).value,
-    );
-    const readings = replies.map(acquireReply);
-    const refused = readings.findIndex((r) => !r.granted);
-    if (refused >= 0) {
-      const taken = groups.filter((_, r) => readings[r].granted);
-      if (taken.length) await this.takeBack(taken, keys, columns, args);
-      return replies[refused];
-    }
-    if (!fencing) return 1;
-    const n = keys.length / 2;
-    const merged: unknown[] = new Array<unknown>(n + 2);
-    merged[0] = 1;
-    merged[1] = 0;
-    replies.forEach((reply, r) =>
-      groups[r].forEach(
-        (j, k) => (merged[j + 2] = (reply as unknown[])[k + 2]),
-      ),
-    );
-    return merged;
-  }
-
-  /** Releases the lock keys of `groups` as a failed attempt's take-back. */
-  private async takeBack(
-    groups: readonly number[][],
-    keys: readonly string[],
-    columns: number,
-    args: readonly (string | number)[],
-  ): Promise<void> {
-    const [value, , meta, , place] = args.map(String);
-    // The place is `<life> <arrival> <name>`: the name keeps the queues.
-    const name = place?.split(' ').slice(2).join(' ');
-    const lockKeys = keys.slice(0, keys.length / columns);
-    await Promise.all(
-      groups.map((group) =>
-        this.send(
-          RELEASE_SCRIPT,
-          group.map((j) => lockKeys[j]),
-          releaseArgs(value, meta, name, place === undefined, undefined),
-        ),
-      ),
-    );
-  }
+  };
 
   /**
    * One pipeline per shard: calls are grouped by the master that owns
@@ -203,6 +137,35 @@ export class ClusterNode extends RedlockNode {
     return results;
   }
 
+  /**
+   * The cluster's own `ready` and `close`, those of each of its
+   * connections (a master that restarted reconnects alone), and a new
+   * view of its slots as `onReady` (a failover: the connection of the
+   * master that died closed, and no other may reconnect).
+   */
+  override watchConnection(
+    onReady: () => void,
+    onClose: () => void,
+  ): () => void {
+    const watch = (redis: Redis) => {
+      redis.on('ready', onReady);
+      redis.on('close', onClose);
+    };
+    const stopWatching = super.watchConnection(onReady, onClose);
+    for (const redis of this.cluster.nodes('all')) watch(redis);
+    this.cluster.on('+node', watch);
+    this.cluster.on('refresh', onReady);
+    return () => {
+      stopWatching();
+      this.cluster.off('+node', watch);
+      this.cluster.off('refresh', onReady);
+      for (const redis of this.cluster.nodes('all')) {
+        redis.off('ready', onReady);
+        redis.off('close', onClose);
+      }
+    };
+  }
+
   /** The masters (one per shard), as the cluster sees them now. */
   masters(): Redis[] {
     return this.cluster.nodes('master');
@@ -223,12 +186,29 @@ export class ClusterNode extends RedlockNode {
     return masters.map(shardName);
   }
 
-  /** The uptime of the youngest master: a restart of any shard lost its keys. */
+  /**
+   * The uptime of the youngest master: a restart of any shard lost its
+   * keys. Every master of the cluster's slot map must answer: one whose
+   * connection is not back yet may be the one that restarted.
+   */
   override async uptimeSeconds(): Promise<number> {
-    const masters = this.masters();
-    if (!masters.length) throw new Error('no master known (cluster not ready)');
+    const owners = new Set(this.cluster.slots.map((nodes) => nodes[0]));
+    if (!owners.size) throw new Error('no slot map yet (cluster not ready)');
+    const byName = new Map(
+      this.cluster.nodes('all').map((n) => [shardName(n), n]),
+    );
     const uptimes = await Promise.all(
-      masters.map(async (m) => uptimeOf(await m.info('server'))),
+      [...owners].map(async (owner) => {
+        const master = byName.get(owner);
+        if (!master) {
+          // ioredis drops a node's connection when it goes down, and makes
+          // it again only when the slots are read again (the 'refresh' that
+          // follows checks again: see `watchConnection`).
+          this.cluster.refreshSlotsCache();
+          throw new Error(`no connection to master ${owner} yet`);
+        }
+        return uptimeOf(await master.info('server'));
+      }),
     );
     return Math.min(...uptimes);
   }

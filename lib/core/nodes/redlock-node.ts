@@ -124,6 +124,20 @@ export class RedlockNode {
     return runScriptPipeline(() => this.client.pipeline(), script, calls);
   }
 
+  /**
+   * Calls `onReady` each time the node's connection is ready, and
+   * `onClose` each time it closes (on a Cluster: any of its connections).
+   * Returns the function that stops.
+   */
+  watchConnection(onReady: () => void, onClose: () => void): () => void {
+    this.client.on('ready', onReady);
+    this.client.on('close', onClose);
+    return () => {
+      this.client.off('ready', onReady);
+      this.client.off('close', onClose);
+    };
+  }
+
   /** PINGs the node; a Cluster PINGs each of its masters. */
   ping(): Promise<unknown> {
     return this.client.ping();

@@ -8,8 +8,10 @@ interface NodeState {
   checked: boolean;
   /** Until when (clock ms) its grants do not count. */
   until: number;
-  readonly onReady: () => void;
-  readonly onClose: () => void;
+  stop?: () => void;
+  /** A read is under way; `again`: another was asked for meanwhile. */
+  reading?: boolean;
+  again?: boolean;
 }
 
 /**
@@ -43,17 +45,18 @@ export class RestartQuarantine {
   ) {
     if (quarantineMs <= 0) return;
     nodes.forEach((node, i) => {
-      const state: NodeState = {
-        checked: false,
-        until: 0,
-        onReady: () => void this.check(i),
-        onClose: () => {
-          state.checked = false;
-        },
-      };
+      const state: NodeState = { checked: false, until: 0 };
       this.states.push(state);
-      node.client.on('ready', state.onReady);
-      node.client.on('close', state.onClose);
+      state.stop = node.watchConnection(
+        () => void this.check(i),
+        () => {
+          state.checked = false;
+          // A Cluster stays ready when one of its connections closes, and
+          // the connection that replaces it may have been ready already.
+          if (node.client.status === 'ready')
+            setTimeout(() => void this.check(i), 100).unref();
+        },
+      );
       // A borrowed client connected already says 'ready' no more.
       if (node.client.status === 'ready') void this.check(i);
     });
@@ -77,14 +80,29 @@ export class RestartQuarantine {
 
   /** Stops listening to the clients. */
   close(): void {
-    this.states.forEach((state, i) => {
-      this.nodes[i].client.off('ready', state.onReady);
-      this.nodes[i].client.off('close', state.onClose);
-    });
+    for (const state of this.states) state.stop?.();
     this.checkedListeners.clear();
   }
 
   private async check(i: number): Promise<void> {
+    const state = this.states[i];
+    if (state.reading) {
+      state.again = true;
+      return;
+    }
+    state.reading = true;
+    try {
+      await this.read(i);
+    } finally {
+      state.reading = false;
+    }
+    if (state.again) {
+      state.again = false;
+      await this.check(i);
+    }
+  }
+
+  private async read(i: number): Promise<void> {
     const node = this.nodes[i];
     let reported: number;
     try {
@@ -97,6 +115,7 @@ export class RestartQuarantine {
       return;
     }
     const state = this.states[i];
+    if (!state) return;
     // Redis gives the difference of two epoch times truncated to whole
     // seconds (now and start), so a node started at x.9 s says 1 s at
     // x+1.0 s: up to 1 s more than it has been up (a test read 1 s 31 ms
