@@ -77,7 +77,8 @@ beforeAll(async () => {
     'exits.mjs',
   ])
     copyFileSync(join(fixtures, script), join(consumer, script));
-  // The peers the package needs, as an app would have installed them.
+  // The peers the package needs and its dependency, as npm would have
+  // installed them.
   mkdirSync(join(consumer, 'node_modules/@nestjs'));
   for (const peer of [
     '@nestjs/common',
@@ -85,6 +86,7 @@ beforeAll(async () => {
     'ioredis',
     'reflect-metadata',
     'rxjs',
+    'cluster-key-slot',
   ])
     symlinkSync(
       join(root, 'node_modules', peer),
@@ -95,10 +97,11 @@ beforeAll(async () => {
   cpSync(installed, join(coreConsumer, 'node_modules/nestjs-redlock'), {
     recursive: true,
   });
-  symlinkSync(
-    join(root, 'node_modules/ioredis'),
-    join(coreConsumer, 'node_modules/ioredis'),
-  );
+  for (const dependency of ['ioredis', 'cluster-key-slot'])
+    symlinkSync(
+      join(root, 'node_modules', dependency),
+      join(coreConsumer, 'node_modules', dependency),
+    );
   copyFileSync(
     join(fixtures, 'core-only.mjs'),
     join(coreConsumer, 'core-only.mjs'),
