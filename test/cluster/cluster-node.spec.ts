@@ -161,6 +161,23 @@ describe('a Redis Cluster as a node', () => {
     expect(health.nodes[0].shards).toHaveLength(3);
   });
 
+  it('finds two entries that are one cluster (other seeds), as one server listed twice', async () => {
+    const warnings: string[] = [];
+    const twice = make({
+      clients: [
+        { cluster: [cluster.seeds[0]] },
+        { cluster: [cluster.seeds[1]] },
+        { cluster: [cluster.seeds[2]] },
+      ],
+      logger: { warn: (m) => warnings.push(m) },
+    });
+    await twice.ready();
+    for (let i = 0; i < 50 && !warnings.length; i++) await sleep(20);
+    expect(warnings.join('\n')).toMatch(
+      /clients\[1\] \(cluster:127\.0\.0\.1:\d+\) is the same Redis server as clients\[0\]/,
+    );
+  });
+
   it('keeps a watched lock alive past its ttl, extending across slots and shards', async () => {
     const redlock = make();
     const keys = ['w1', 'w2', 'w3', 'w4'].map((r) => redlock.keyOf(r));
