@@ -116,6 +116,10 @@ async function startNode() {
       String(busPort),
       '--cluster-node-timeout',
       String(NODE_TIMEOUT),
+      // A lone master never learns its address from another node, and
+      // its CLUSTER SLOTS would give clients an empty host.
+      '--cluster-announce-ip',
+      '127.0.0.1',
       // A master waits 5 s by default for more replicas before a diskless
       // full sync: that was most of a 3x1 cluster's start-up time.
       '--repl-diskless-sync-delay',
