@@ -146,11 +146,6 @@ async function parentMain() {
     ]);
     plain = started[0][0];
     plainAdmin = plain.client();
-    // A cluster of one master never met another node, so it doesn't know
-    // its own address: CLUSTER SLOTS gives an empty host, which ioredis
-    // can't connect to (every command of the library timed out). The
-    // address it would announce is set here.
-    await clusters[0].servers[0].admin().config('SET', 'cluster-announce-ip', '127.0.0.1');
     const admin = clusters[0].servers[0].admin();
     serverVersion = (await admin.info('server')).match(/redis_version:(\S+)/)?.[1];
     const pids = [plain.pid, ...clusters.flatMap((c) => c.servers.map((s) => s.pid))];
@@ -178,7 +173,7 @@ async function parentMain() {
     // Cluster: a plain node coalesces a tick's requests into one write
     // (RedlockNode.run), a Cluster node does not; this row shows what
     // batching would save there.
-    targets.push({ ...targets.at(-1), id: 'auto3', label: 'Cluster, 3 shards, `enableAutoPipelining: true` (experiment)', clients: [{ cluster: clusters[2].seeds, options: { enableAutoPipelining: true } }] });
+    targets.push({ ...targets.at(-1), id: 'auto3', label: 'Cluster, 3 shards, `enableAutoPipelining: false` (one write per request)', clients: [{ cluster: clusters[2].seeds, options: { enableAutoPipelining: false } }] });
     // Multi-resource: the second resource of a worker on another shard than its first.
     const c3 = clusters[2];
     const shardOf3 = await owners(c3);
@@ -295,7 +290,7 @@ function render({ config, targets, results, serverVersion, pin, tickUs, median, 
     `Client on ${pin ? 'core 0 (taskset), every redis-server on core 1' : 'any core, servers too (1 core)'}: the whole cluster shares ${pin ? 'one core' : 'the machine'}, so the absolute rate is bounded by CPU, not by the design.`,
     `Figures: median (min–max) of ${config.rounds} interleaved rounds (every target once per round, in the order of the table), ${config.windowMs / 1000} s windows after ${config.warmMs / 1000} s of unmeasured load, after one unmeasured run of each target. Other work runs on this small shared machine now and then: compare the rows (ratios) within this run, not with other runs.`,
     'Columns: locks/s = lock+unlock pairs per second; client µs/lock = CPU (user + system) of the client process per pair; server µs/lock = CPU of all the target\'s redis-servers per pair; max shard = the busiest shard\'s CPU per pair and its share of the servers\' CPU; % core = CPU over wall time; server cmds/lock and in commands µs/lock = calls and Redis\'s own time inside them (INFO commandstats, warm-up included), per pair: the rest of the server CPU is network I/O and the event loop; scripts per read = EVALSHA calls per socket read of the servers (total_reads_processed): how many commands arrive together.',
-    'The Cluster of 1 master is told its address (`CONFIG SET cluster-announce-ip 127.0.0.1`): alone, it never learns it from another node, its CLUSTER SLOTS gives an empty host and ioredis cannot reach it.',
+    'Every server is started with `--cluster-announce-ip 127.0.0.1`: a Cluster of 1 master never learns its address from another node, and its CLUSTER SLOTS would give an empty host.',
     '',
     '| target | keys per shard | locks/s | client µs/lock | of which system | server µs/lock | max shard µs/lock | max shard share % | client % core | servers % core | server cmds/lock | in commands µs/lock | scripts per read | errors |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -359,9 +354,9 @@ function projection(targets, results, stat) {
     const user = (id) => C(id) - sys(id);
     const X = stat('auto3', 'serverUs').med;
     out.push(
-      `- Batched (the experiment row, ioredis auto-pipelining on the Cluster): ${f(X)} µs server and ${f(C('auto3'))} µs client per lock (${f(sys('auto3'))} system), against ${f(S('c3'))} and ${f(C('c3'))} µs (${f(sys('c3'))} system) unbatched: one shard would sustain 1e6 / ${f(X)} = ${k0(1e6 / X)} locks/s per core, k shards k times that. ` +
-        `Unbatched, the Cluster node sends each request in a write of its own (${f(stat('c3', 'cmdsPerRead').med, 2)} scripts per server read, against ${f(stat('plain', 'cmdsPerRead').med, 2)} from a plain node, whose requests of one tick leave in one write): that is most of the cluster's extra server CPU per lock (${f(S('c3'))} − ${f(S('plain'))} = ${f(S('c3') - S('plain'))} µs, of which batching takes back ${f(S('c3') - X)} µs) and the client's extra system CPU (${f(sys('c3'))} against ${f(sys('plain'))} µs). ` +
-        `The client's extra user CPU (${f(user('c3'))} against ${f(user('plain'))} µs) is ioredis's Cluster command path and the library's Cluster node; ioredis's auto-pipelining trades the client's system CPU for user CPU (${f(user('auto3'))} µs user batched): it takes back the servers' CPU, not the client's.`,
+      `- Unbatched (the \`enableAutoPipelining: false\` row; the library turns auto-pipelining on for the Clusters it creates): ${f(X)} µs server and ${f(C('auto3'))} µs client per lock (${f(sys('auto3'))} system), against ${f(S('c3'))} and ${f(C('c3'))} µs (${f(sys('c3'))} system) batched. ` +
+        `Unbatched, each request leaves in a write of its own (${f(stat('auto3', 'cmdsPerRead').med, 2)} scripts per server read, against ${f(stat('c3', 'cmdsPerRead').med, 2)} batched and ${f(stat('plain', 'cmdsPerRead').med, 2)} from a plain node, whose requests of one tick leave in one write): ${f(X - S('c3'))} µs more server CPU per lock, and more client system CPU. ` +
+        `The client's extra user CPU over a plain node (${f(user('c3'))} against ${f(user('plain'))} µs) is ioredis's Cluster command path and the library's Cluster node.`,
     );
   }
   if (has('multi'))
