@@ -117,7 +117,9 @@ describe('Redis Cluster nodes under topology changes', () => {
           const master = await cluster.masterOf(key);
           const { promoted, ms } = await cluster.failover(master);
           expect(promoted.port).not.toBe(master.port);
-          expect(ms).toBeLessThan(4000);
+          // The premise: the failover ends within the lease (else the key
+          // expires meanwhile, and the lock is lost, as documented).
+          expect(ms).toBeLessThan(8000);
           refusals.push(
             await other
               .acquire('order:1', { waitTimeout: 0 })
@@ -134,7 +136,7 @@ describe('Redis Cluster nodes under topology changes', () => {
           );
           return lock.value;
         },
-        { ttl: 6000 },
+        { ttl: 10_000 },
       );
       await result;
       expect(lost).toBe(false);
@@ -226,10 +228,18 @@ describe('Redis Cluster nodes under topology changes', () => {
         waitTimeout: 5000,
       });
       await twice.release();
-      // A quorum of three clusters: the two others still hold it.
-      const refused = await other
-        .acquire('sku:9', { ttl: 1000, waitTimeout: 3000 })
-        .catch((e: unknown) => e);
+      // A quorum of three clusters: the two others still hold it. (Asked
+      // again while its client still learns the new topology: a timeout
+      // there says nothing of the lock.)
+      let refused: unknown;
+      for (let i = 0; i < 40; i++) {
+        refused = await other
+          .acquire('sku:9', { ttl: 1000, waitTimeout: 0 })
+          .catch((e: unknown) => e);
+        const first = (refused as LockNotAcquiredError).nodes?.[0]?.outcome;
+        if (first !== 'timeout' && first !== 'error') break;
+        await sleep(250);
+      }
       expect(refused).toBeInstanceOf(LockNotAcquiredError);
       expect(
         (refused as LockNotAcquiredError).nodes.map((n) => n.outcome),
