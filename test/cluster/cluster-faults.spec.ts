@@ -212,8 +212,16 @@ describe('Redis Cluster nodes under topology changes', () => {
       if (!replica) throw new Error('no replica of the master');
       replica.freeze();
       await master.admin().call('CLIENT', 'KILL', 'TYPE', 'replica');
+      await holder.ready();
       const lock = await holder.acquire('sku:9', { ttl: 20_000 });
-      expect(await master.admin().get(key)).toBe(lock.value);
+      // The acquire settles at a quorum; this cluster's write may land a
+      // moment later.
+      let written: string | null = null;
+      for (let i = 0; i < 100 && written !== lock.value; i++) {
+        written = await master.admin().get(key);
+        if (written !== lock.value) await sleep(20);
+      }
+      expect(written).toBe(lock.value);
       await master.kill();
       replica.thaw();
       await clusters[0].settle(20_000);
