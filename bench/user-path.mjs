@@ -61,7 +61,9 @@ function pinServers(pin) {
 /** A job process for `lib`, on core 0 when pinned. */
 async function startJob(lib, nodes, pin) {
   const job = join(here, 'user-job.mjs');
-  const [cmd, argv] = pin === 'on' ? ['taskset', ['-c', '0', process.execPath, job]] : [process.execPath, [job]];
+  // BENCH_JOB_FLAGS: V8 flags for every job process (an experiment's A/B).
+  const flags = (process.env.BENCH_JOB_FLAGS ?? '').split(' ').filter(Boolean);
+  const [cmd, argv] = pin === 'on' ? ['taskset', ['-c', '0', process.execPath, ...flags, job]] : [process.execPath, [...flags, job]];
   const child = spawn(cmd, argv, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   await new Promise((resolve, reject) => {
     child.once('message', resolve);
