@@ -102,14 +102,9 @@ async function parentMain() {
   const { startServers } = await import('../scripts/redis-nodes.mjs');
   const { startCluster } = await import('../scripts/redis-clusters.mjs');
   const { default: calculateSlot } = await import('cluster-key-slot');
-  const { median } = await import('./util.mjs');
+  const { median, parseFlags } = await import('./util.mjs');
 
-  const args = Object.fromEntries(
-    process.argv.slice(2).map((a) => {
-      const [k, v] = a.replace(/^--/, '').split('=');
-      return [k, v ?? true];
-    }),
-  );
+  const args = parseFlags();
   const quick = Boolean(args.quick);
   const config = {
     rounds: Number(args.rounds ?? (quick ? 2 : 3)),

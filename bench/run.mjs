@@ -23,15 +23,10 @@ import { startServers } from '../scripts/redis-nodes.mjs';
 import { startFarNodes } from '../scripts/latency-proxy.mjs';
 import { ALL, createLib, FLOOR, OURS, PEERS } from './libs.mjs';
 import { held, hotInProcess, hotWorker, parallel, sequentialTakingTurns, summarizeHot } from './scenarios.mjs';
-import { countCommands, internalClient, median, sleep } from './util.mjs';
+import { countCommands, internalClient, median, parseFlags, sleep } from './util.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const [k, v] = a.replace(/^--/, '').split('=');
-    return [k, v ?? true];
-  }),
-);
+const args = parseFlags();
 const quick = Boolean(args.quick);
 const config = {
   rounds: Number(args.rounds ?? (quick ? 2 : 3)),

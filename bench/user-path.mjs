@@ -22,15 +22,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServers } from '../scripts/redis-nodes.mjs';
 import { FLOOR, OURS, SERVICE } from './libs.mjs';
-import { internalClient, median } from './util.mjs';
+import { internalClient, median, parseFlags } from './util.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const [k, v] = a.replace(/^--/, '').split('=');
-    return [k, v ?? true];
-  }),
-);
+const args = parseFlags();
 const list = (name, fallback) => String(args[name] ?? fallback).split(',');
 const PEERS = ['redlock', '@sesamecare-oss/redlock', 'redis-semaphore', 'redlock-universal'];
 const config = {

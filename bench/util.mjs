@@ -46,3 +46,13 @@ export function cpuSince(since) {
   const d = process.cpuUsage(since);
   return d.user + d.system;
 }
+
+/** The command line's `--name=value` (the value may hold `=`) and `--flag` options, by name (a flag is `true`). */
+export function parseFlags(argv = process.argv.slice(2)) {
+  return Object.fromEntries(
+    argv.map((a) => {
+      const [k, ...v] = a.replace(/^--/, '').split('=');
+      return [k, v.length ? v.join('=') : true];
+    }),
+  );
+}

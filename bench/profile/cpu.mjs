@@ -37,14 +37,10 @@ import v8 from 'node:v8';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import NodeRedlock from 'redlock';
+import { parseFlags } from '../util.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const [k, ...v] = a.replace(/^--/, '').split('=');
-    return [k, v.length ? v.join('=') : true];
-  }),
-);
+const args = parseFlags();
 const list = (name, fallback) => String(args[name] ?? fallback).split(',').filter(Boolean);
 const builds = Object.fromEntries(
   list('builds', `head=${resolve(here, '../../dist/esm')}`).map((b) => {
