@@ -187,11 +187,11 @@ export class ClusterNode extends RedlockNode {
   }
 
   /**
-   * The uptime of the youngest master: a restart of any shard lost its
-   * keys. Every master of the cluster's slot map must answer: one whose
-   * connection is not back yet may be the one that restarted.
+   * The uptime of every master of the slot map, by `host:port`: all must
+   * answer, as one whose connection is not back yet may be the one that
+   * restarted.
    */
-  override async uptimeSeconds(): Promise<number> {
+  override async uptimes(): Promise<Map<string, number>> {
     const owners = new Set(this.cluster.slots.map((nodes) => nodes[0]));
     if (!owners.size) throw new Error('no slot map yet (cluster not ready)');
     const byName = new Map(
@@ -207,10 +207,15 @@ export class ClusterNode extends RedlockNode {
           this.cluster.refreshSlotsCache();
           throw new Error(`no connection to master ${owner} yet`);
         }
-        return uptimeOf(await master.info('server'));
+        return [owner, uptimeOf(await master.info('server'))] as const;
       }),
     );
-    return Math.min(...uptimes);
+    return new Map(uptimes);
+  }
+
+  /** The master that owns `key`'s slot (the cluster's current view). */
+  override shardOf(key: string): string {
+    return this.cluster.slots[slotOf(key)]?.[0] ?? '';
   }
 
   /** The run id of the master of slot 0: two entries naming one cluster share it. */

@@ -58,7 +58,9 @@ export async function issueFencingTokens(
       ctx.nodes,
       (node) => node.run(FENCE_SCRIPT, counterKeys, args),
       (reply, i) =>
-        (reply as unknown[])[0] === 1 ? ctx.quarantine.grant(i) : 'busy',
+        (reply as unknown[])[0] === 1
+          ? ctx.quarantine.grant(i, counterKeys)
+          : 'busy',
       nodeTimeout,
       ctx.isDecided,
       // Tokens stored once the lock's validity is over would fence nothing.

@@ -25,9 +25,9 @@ export class NodeStanding extends RestartQuarantine {
     super(nodes, quarantineMs, clock, logger);
   }
 
-  /** Whether node `i`'s grants count now: neither restarted too recently nor clock-suspect. */
-  override counts(i: number): boolean {
-    return super.counts(i) && this.clockMonitor.counts(i);
+  /** Whether node `i`'s grants (of `keys`) count now: neither restarted too recently nor clock-suspect. */
+  override counts(i: number, keys?: readonly string[]): boolean {
+    return super.counts(i, keys) && this.clockMonitor.counts(i);
   }
 
   /** Whether node `i` is held out by the restart quarantine (its clock aside). */

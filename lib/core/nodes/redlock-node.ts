@@ -143,9 +143,17 @@ export class RedlockNode {
     return this.client.ping();
   }
 
-  /** How long the server has been up (`INFO server`), in whole seconds. */
-  async uptimeSeconds(): Promise<number> {
-    return uptimeOf(await this.client.info('server'));
+  /**
+   * How long the server has been up (`INFO server`), in whole seconds, by
+   * shard: one entry, `''`, for a server (see `shardOf`).
+   */
+  async uptimes(): Promise<Map<string, number>> {
+    return new Map([['', uptimeOf(await this.client.info('server'))]]);
+  }
+
+  /** The shard of `uptimes()` that holds `key`: `''` for a server. */
+  shardOf(_key: string): string {
+    return '';
   }
 
   /** The server's `run_id`: one server reached under two names shares it. */

@@ -6,8 +6,12 @@ import type { RedlockNode } from './redlock-node.js';
 interface NodeState {
   /** Its uptime was read since it last connected. */
   checked: boolean;
-  /** Until when (clock ms) its grants do not count. */
-  until: number;
+  /**
+   * Until when (clock ms) its grants do not count, by shard (`shardOf`):
+   * one entry for a server, one per master for a Redis Cluster, whose
+   * grants count on the slots of masters old enough.
+   */
+  until: Map<string, number>;
   stop?: () => void;
   /** A read is under way; `again`: another was asked for meanwhile. */
   reading?: boolean;
@@ -45,7 +49,7 @@ export class RestartQuarantine {
   ) {
     if (quarantineMs <= 0) return;
     nodes.forEach((node, i) => {
-      const state: NodeState = { checked: false, until: 0 };
+      const state: NodeState = { checked: false, until: new Map() };
       this.states.push(state);
       state.stop = node.watchConnection(
         () => void this.check(i),
@@ -62,15 +66,31 @@ export class RestartQuarantine {
     });
   }
 
-  /** Whether node `i`'s grants count toward a quorum now. */
-  counts(i: number): boolean {
+  /**
+   * Whether node `i`'s grants of `keys` count toward a quorum now; without
+   * keys, whether all of its grants do (every shard old enough).
+   */
+  counts(i: number, keys?: readonly string[]): boolean {
     const state = this.states[i];
-    return !state || (state.checked && this.clock.now() >= state.until);
+    if (!state) return true;
+    if (!state.checked) return false;
+    const now = this.clock.now();
+    if (!keys) {
+      for (const until of state.until.values()) if (now < until) return false;
+      return true;
+    }
+    const node = this.nodes[i];
+    for (const key of keys) {
+      const until = state.until.get(node.shardOf(key));
+      // A shard not read yet (a master promoted since) does not count.
+      if (until === undefined || now < until) return false;
+    }
+    return true;
   }
 
-  /** How a grant of node `i` votes: `granted`, or `quarantined` when it does not count. */
-  grant(i: number): 'granted' | 'quarantined' {
-    return this.counts(i) ? 'granted' : 'quarantined';
+  /** How a grant of `keys` by node `i` votes: `granted`, or `quarantined` when it does not count. */
+  grant(i: number, keys?: readonly string[]): 'granted' | 'quarantined' {
+    return this.counts(i, keys) ? 'granted' : 'quarantined';
   }
 
   /** Whether node `i`'s uptime was read since it last connected (always true when off). */
@@ -104,9 +124,9 @@ export class RestartQuarantine {
 
   private async read(i: number): Promise<void> {
     const node = this.nodes[i];
-    let reported: number;
+    let reported: Map<string, number>;
     try {
-      reported = await node.uptimeSeconds();
+      reported = await node.uptimes();
     } catch (error) {
       // Checked again at the next connection; until then it does not count.
       this.logger.warn(
@@ -115,26 +135,30 @@ export class RestartQuarantine {
       return;
     }
     const state = this.states[i];
-    if (!state) return;
-    // Redis gives the difference of two epoch times truncated to whole
-    // seconds (now and start), so a node started at x.9 s says 1 s at
-    // x+1.0 s: up to 1 s more than it has been up (a test read 1 s 31 ms
-    // after a restart). Taking 1 s off never underestimates the rest of
-    // the quarantine; it may overestimate it by up to 2 s.
-    const uptimeMs = 1000 * Math.max(0, reported - 1);
-    if (!Number.isFinite(uptimeMs)) {
-      this.logger.warn(
-        `Redis node ${node.name} reports no uptime_in_seconds: its grants do not count`,
-      );
-      return;
+    const until = new Map<string, number>();
+    for (const [shard, seconds] of reported) {
+      // Redis gives the difference of two epoch times truncated to whole
+      // seconds (now and start), so a node started at x.9 s says 1 s at
+      // x+1.0 s: up to 1 s more than it has been up (a test read 1 s 31 ms
+      // after a restart). Taking 1 s off never underestimates the rest of
+      // the quarantine; it may overestimate it by up to 2 s.
+      const uptimeMs = 1000 * Math.max(0, seconds - 1);
+      const where = shard ? `${node.name} (shard ${shard})` : node.name;
+      if (!Number.isFinite(uptimeMs)) {
+        this.logger.warn(
+          `Redis node ${where} reports no uptime_in_seconds: its grants do not count`,
+        );
+        return;
+      }
+      const rest = this.quarantineMs - uptimeMs;
+      until.set(shard, this.clock.now() + Math.max(0, rest));
+      if (rest > 0)
+        this.logger.warn(
+          `Redis node ${where} started at least ${uptimeMs / 1000} s ago: its grants do not count for another ${Math.ceil(rest)} ms (restartQuarantine)`,
+        );
     }
-    const rest = this.quarantineMs - uptimeMs;
-    state.until = this.clock.now() + Math.max(0, rest);
+    state.until = until;
     state.checked = true;
-    if (rest > 0)
-      this.logger.warn(
-        `Redis node ${node.name} started at least ${uptimeMs / 1000} s ago: its grants do not count for another ${Math.ceil(rest)} ms (restartQuarantine)`,
-      );
     for (const listener of this.checkedListeners) listener();
   }
 }

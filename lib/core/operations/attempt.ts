@@ -81,7 +81,7 @@ export async function attempt(
       // given to us there earlier still stood (see transferred()).
       if (queue && start >= (queue.answeredAt[i] ?? -Infinity))
         queue.refusedAt[i] = granted ? undefined : (refusedAt ?? NaN);
-      return granted ? ctx.quarantine.grant(i) : 'busy';
+      return granted ? ctx.quarantine.grant(i, keys) : 'busy';
     },
     timing.nodeTimeout,
     ctx.isDecided,

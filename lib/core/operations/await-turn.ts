@@ -92,7 +92,7 @@ export function transferred(
   let votes = 0;
   let since = Infinity;
   queue.answeredAt.forEach((at, i) => {
-    if (!(given.bits & nodeBit(i)) || !ctx.quarantine.counts(i)) return;
+    if (!(given.bits & nodeBit(i)) || !ctx.quarantine.counts(i, keys)) return;
     const refused = queue.refusedAt[i];
     if (refused !== undefined && !(given.at[i] > refused)) return;
     votes++;
