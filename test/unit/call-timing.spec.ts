@@ -1,26 +1,16 @@
 import { describe, expect, it } from '@jest/globals';
-import { RedlockConfigError } from 'nestjs-redlock';
 import {
   callTiming,
   resolveRedlockConfig,
 } from '../../lib/core/config/resolve.js';
 import { normalizeResources } from '../../lib/core/config/resources.js';
+import { configError } from '../utils/config-error.js';
 
 // Per-call timing is remembered by its option values (callTiming): these
 // check that a remembered result is only ever the one resolveTiming would
 // give, and that validation still runs for every value it has not accepted.
 const config = () =>
   resolveRedlockConfig({ clients: [], ttl: 10_000, waitTimeout: 5_000 });
-
-function configError(fn: () => unknown): RedlockConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(RedlockConfigError);
-    return error as RedlockConfigError;
-  }
-  throw new Error('expected a RedlockConfigError');
-}
 
 describe('callTiming', () => {
   it('reuses the timing of equal option values passed in new objects', () => {

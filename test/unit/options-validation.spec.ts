@@ -7,6 +7,7 @@ import {
   type Lock,
 } from 'nestjs-redlock';
 import { checkLockedOptions } from '../../lib/utils/locked-options.js';
+import { configError } from '../utils/config-error.js';
 
 // Clients that never connect: option and argument validation must fail
 // before any Redis call, so no server is needed here.
@@ -14,16 +15,6 @@ const lazy = (port: number) =>
   new Redis({ port, host: '127.0.0.1', lazyConnect: true });
 const three = [lazy(1), lazy(2), lazy(3)];
 const quiet = { warn: () => undefined };
-
-function configError(fn: () => unknown): RedlockConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(RedlockConfigError);
-    return error as RedlockConfigError;
-  }
-  throw new Error('expected a RedlockConfigError');
-}
 
 describe('module options validation', () => {
   afterAll(() => three.forEach((c) => c.disconnect()));

@@ -10,6 +10,14 @@ type SendToSlot = (
 ) => Promise<unknown>;
 
 /**
+ * How many keys the acquire script has per resource: the lock key, and
+ * with fencing (`ARGV[4]` `1`) its counter after all the lock keys.
+ */
+export function acquireColumns(args: readonly (string | number)[]): 1 | 2 {
+  return String(args[3]) === '1' ? 2 : 1;
+}
+
+/**
  * The acquire script on a Cluster node, once per slot, all at once.
  * Granted in every slot: granted (with fencing, the counters in the order
  * of the keys). Refused in a slot: the grants of the others are taken back
@@ -23,8 +31,8 @@ export async function acquireAcrossSlots(
   args: readonly (string | number)[],
   send: SendToSlot,
 ): Promise<unknown> {
-  const fencing = String(args[3]) === '1';
-  const columns = fencing ? 2 : 1;
+  const columns = acquireColumns(args);
+  const fencing = columns === 2;
   const groups = groupBySlot(keys, columns);
   if (groups.length === 1) return send(script, keys, args);
   const runs = await Promise.allSettled(

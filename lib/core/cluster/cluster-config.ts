@@ -1,7 +1,7 @@
 import { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { RedlockConfigError } from '../../errors/redlock-config.error.js';
 import { DROP_AT_ONCE } from '../nodes/close-client.js';
-import { show } from '../util/validate.js';
+import { redact, show } from '../util/validate.js';
 import { ClusterNode } from './cluster-node.js';
 
 /**
@@ -118,8 +118,7 @@ function parseSeed(
         },
       };
   }
-  const shown =
-    typeof seed === 'string' ? seed.replace(/\/\/[^@/]*@/, '//***@') : seed;
+  const shown = typeof seed === 'string' ? redact(seed) : seed;
   throw new RedlockConfigError(
     field,
     `must be a redis:// or rediss:// URL or { host, port }, got ${show(shown)}`,

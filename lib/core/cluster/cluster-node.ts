@@ -6,7 +6,7 @@ import {
   type LuaScript,
   type ScriptCall,
 } from '../scripts/lua-script.js';
-import { acquireAcrossSlots } from './acquire-across-slots.js';
+import { acquireAcrossSlots, acquireColumns } from './acquire-across-slots.js';
 import { declareMetaKeys } from './declared-keys.js';
 import { groupBySlot, keysOf, slotOf } from './key-slot.js';
 import { SLOT_RULES, slotRuleOf } from './slot-rules.js';
@@ -63,7 +63,9 @@ export class ClusterNode extends RedlockNode {
     args: readonly (string | number)[],
   ): Promise<unknown> => {
     const lockKeys =
-      script.name === 'acquire' ? lockKeyCount(keys, args) : undefined;
+      script.name === 'acquire'
+        ? keys.length / acquireColumns(args)
+        : undefined;
     const call = declareMetaKeys(script, { keys, args }, lockKeys);
     return runScript(this.client, call.script, call.keys, call.args);
   };
@@ -101,10 +103,8 @@ export class ClusterNode extends RedlockNode {
           }),
         });
     });
-    const variant = declareMetaKeys(
-      script,
-      calls[0] ?? { keys: [], args: [] },
-    ).script;
+    // Every part was declared for the same variant (see `declareMetaKeys`).
+    const variant = script.forCluster ?? script;
     const byShard = new Map<string, number[]>();
     parts.forEach((part, p) => {
       const owner = this.cluster.slots[slotOf(part.keys[0])]?.[0] ?? '';
@@ -230,12 +230,4 @@ export class ClusterNode extends RedlockNode {
 /** `host:port` of a master: how the cluster names its nodes. */
 export function shardName(client: Redis): string {
   return `${client.options.host}:${client.options.port}`;
-}
-
-/** The acquire script's lock keys: half its keys with fencing (counters follow). */
-function lockKeyCount(
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): number {
-  return String(args[3]) === '1' ? keys.length / 2 : keys.length;
 }

@@ -1,6 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { RedlockConfigError } from '../../errors/redlock-config.error.js';
-import { show } from '../util/validate.js';
+import { redact, show } from '../util/validate.js';
 import {
   createClusterNode,
   isClusterConfig,
@@ -167,8 +167,4 @@ function nodeIdentity(client: Redis): string {
   return o.sentinels?.length
     ? `sentinel:${o.name}:${o.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`
     : (o.path ?? `${o.host ?? 'localhost'}:${o.port ?? 6379}`);
-}
-
-function redact(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
 }

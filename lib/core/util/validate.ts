@@ -68,3 +68,8 @@ export function show(value: unknown): string {
   if (Array.isArray(value)) return `an array of ${value.length}`;
   return `a ${typeof value === 'object' ? (value.constructor?.name ?? 'object') : typeof value}`;
 }
+
+/** A URL with its user and password masked (`redis://***@host`), for errors and names. */
+export function redact(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
