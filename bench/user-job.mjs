@@ -46,7 +46,8 @@ async function run({ scenario, keys, warm, pairs, tag }) {
   await all(pairs, 'm');
   const elapsed = performance.now() - start;
   const done = Math.ceil(pairs / workers) * workers;
-  return { pairsPerSec: (done / elapsed) * 1000, cpuUsPerPair: cpuSince(cpu0) / done };
+  const total = done + Math.ceil(warm / workers) * workers;
+  return { pairsPerSec: (done / elapsed) * 1000, cpuUsPerPair: cpuSince(cpu0) / done, total };
 }
 
 process.on('message', async (msg) => {

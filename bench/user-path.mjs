@@ -10,7 +10,7 @@
 //            in a Nest application context, and as `Redlock.acquire(key)`
 //   keys     distinct (a new key per pair) or same (each loop re-locks its key)
 //   scenario seq (one loop) or par (64 concurrent loops), on 1 and 5 nodes
-// Reported per cell: pairs/s and client CPU µs per pair, medians of the
+// Reported per cell: pairs/s, client and server CPU µs per pair, medians of the
 // rounds, and ours against the best peer. Options:
 //   --rounds=N (default 5)  --nodes=1,5  --process=cold,warm  --pin=on,off
 //   --keys=distinct,same  --scenarios=seq,par  --libs=a,b  --pairs=N  --no-write
@@ -51,6 +51,13 @@ const urlsFor = (nodes) => servers.slice(0, nodes).map((s) => s.url);
 /** Holds the servers to core 1 (pinned runs) or lets them run anywhere. */
 function pinServers(pin) {
   for (const s of servers) execFileSync('taskset', ['-a', '-p', '-c', pin === 'on' ? '1' : '0-1', String(s.pid)], { stdio: 'ignore' });
+}
+
+/** CPU time, in µs, the first `nodes` servers have used so far (INFO cpu). */
+async function serverCpu(nodes) {
+  const infos = await Promise.all(admin.slice(0, nodes).map((c) => c.info('cpu')));
+  const field = (info, name) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+  return infos.reduce((sum, info) => sum + (field(info, 'used_cpu_user') + field(info, 'used_cpu_sys')) * 1e6, 0);
 }
 
 /** A job process for `lib`, on core 0 when pinned. */
@@ -119,16 +126,15 @@ try {
                 const tag = `${round}:${jobs++}`;
                 const msg = { cmd: 'run', scenario, keys, warm: config.warm, pairs: config.pairs[scenario], tag };
                 let result;
-                if (proc === 'cold') {
-                  const child = await startJob(lib, nodes, pin);
-                  result = await ask(child, msg);
-                  await stopJob(child);
-                } else {
-                  result = await ask(await warmJob(lib, nodes, pin), msg);
-                }
+                const child = proc === 'cold' ? await startJob(lib, nodes, pin) : await warmJob(lib, nodes, pin);
+                const server0 = await serverCpu(nodes);
+                result = await ask(child, msg);
+                // Server CPU of the whole job (its unmeasured pairs too), per pair.
+                result.serverUsPerPair = ((await serverCpu(nodes)) - server0) / result.total;
+                if (proc === 'cold') await stopJob(child);
                 ((results[cell] ??= {})[lib] ??= []).push(result);
               }
-              log(`round ${round + 1} ${cell}: ${order.map((l) => `${short(l)} ${results[cell][l].at(-1).pairsPerSec.toFixed(0)}`).join(', ')}`);
+              log(`round ${round + 1} ${cell}: ${order.map((l) => `${short(l)} ${results[cell][l].at(-1).pairsPerSec.toFixed(0)}/${results[cell][l].at(-1).serverUsPerPair.toFixed(1)}`).join(', ')}`);
             }
           }
         }
@@ -167,15 +173,15 @@ function renderReport() {
   ];
   for (const [cell, rows] of Object.entries(results)) {
     const med = Object.fromEntries(
-      Object.entries(rows).map(([lib, r]) => [lib, { rate: median(r.map((x) => x.pairsPerSec)), cpu: median(r.map((x) => x.cpuUsPerPair)) }]),
+      Object.entries(rows).map(([lib, r]) => [lib, { rate: median(r.map((x) => x.pairsPerSec)), cpu: median(r.map((x) => x.cpuUsPerPair)), server: median(r.map((x) => x.serverUsPerPair)) }]),
     );
     const bestRate = Math.max(...peers.map((p) => med[p]?.rate ?? 0));
     const bestCpu = Math.min(...peers.map((p) => med[p]?.cpu ?? Infinity));
     const versus = (lib) => (med[lib] ? `${(med[lib].rate / bestRate).toFixed(2)}, ${(med[lib].cpu / bestCpu).toFixed(2)}` : '');
     lines.push(
-      `| ${cell.split('|').join(' | ')} | ${config.libs.map((l) => (med[l] ? `${med[l].rate.toFixed(0)} / ${med[l].cpu.toFixed(0)} µs` : '')).join(' | ')} | ${versus(SERVICE)} | ${versus(OURS)} |`,
+      `| ${cell.split('|').join(' | ')} | ${config.libs.map((l) => (med[l] ? `${med[l].rate.toFixed(0)} / ${med[l].cpu.toFixed(0)} / ${med[l].server.toFixed(0)} µs` : '')).join(' | ')} | ${versus(SERVICE)} | ${versus(OURS)} |`,
     );
   }
-  lines.push('', 'Each library cell: pairs/s / client CPU µs per pair.');
+  lines.push('', 'Each library cell: pairs/s / client CPU µs per pair / server CPU µs per pair (all nodes, the job\'s unmeasured pairs included).');
   return lines.join('\n') + '\n';
 }
