@@ -19,7 +19,7 @@ import type { RedlockStats } from '../core/context.js';
 import { Lock, type LockOperations, type ReleaseResult } from '../core/lock.js';
 import type { RedlockHealth } from '../core/nodes/health.js';
 import type { LockInspection } from '../core/operations/inspect.js';
-import { resolveCall } from '../core/operations/acquire.js';
+import { resolveCall } from '../core/operations/acquire-call.js';
 import { hold } from '../core/operations/hold.js';
 import { stopReason } from '../core/operations/stop.js';
 import { monotonicClock, type Clock } from '../core/util/clock.js';

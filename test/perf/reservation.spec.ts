@@ -248,6 +248,27 @@ describe('queue places reserved by a release', () => {
     expect(await keysOn(prefix, 'sku')).toEqual(nowhere());
   });
 
+  it('quit() takes back what a one-attempt acquire (waitTimeout 0) in flight was granted meanwhile', async () => {
+    const prefix = uniquePrefix('inflight0');
+    const closing = make(prefix, { nodeTimeout: 1000 });
+    await closing.ready();
+    servers[0].freeze();
+    servers[1].freeze();
+    const pending = closing
+      .acquire('sku', { waitTimeout: 0 })
+      .catch((e: unknown) => e);
+    await sleep(100);
+    const closed = closing.quit();
+    await sleep(50);
+    servers[0].thaw();
+    servers[1].thaw();
+    const error = await pending;
+    await closed;
+    expect((error as LockNotAcquiredError).reason).toBe('closed');
+    expect((error as LockNotAcquiredError).attempts).toBe(1);
+    expect(await keysOn(prefix, 'sku')).toEqual(nowhere());
+  });
+
   it('an uncontended release reserves nothing', async () => {
     const prefix = uniquePrefix('alone');
     const replica = make(prefix);

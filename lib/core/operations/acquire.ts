@@ -1,65 +1,18 @@
 import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error.js';
-import { checkSignalOption } from '../config/call-options.js';
 import type { AcquireOptions } from '../config/options.js';
-import {
-  callFencing,
-  callTiming,
-  type RedlockConfig,
-} from '../config/resolve.js';
-import { normalizeResources } from '../config/resources.js';
-import { queueLife, type ResolvedTiming } from '../config/timing.js';
+import { queueLife } from '../config/timing.js';
 import type { RedlockContext } from '../context.js';
-import { lineOf } from '../handoff/line.js';
 import type { AcquireTrace } from '../events/trace.js';
 import { Lock } from '../lock.js';
 import { votesOf } from '../nodes/poll.js';
 import { randomValue } from '../util/lock-value.js';
 import type { QueuePlace } from '../waiting/queue-place.js';
+import { resolveCall, type AcquireCall } from './acquire-call.js';
 import { attempt, notAcquired } from './attempt.js';
+import { attemptOnce, notAcquiredOnce } from './attempt-once.js';
 import { awaitTurn, transferred, type Waiter } from './await-turn.js';
 import { sendRelease } from './send-release.js';
 import { closedError, stopReason } from './stop.js';
-
-/** What one acquire call asks for, its options resolved. */
-export interface AcquireCall {
-  readonly resources: string[];
-  readonly keys: string[];
-  readonly timing: ResolvedTiming;
-  readonly fencing: boolean;
-  readonly signal: AbortSignal | undefined;
-  /** The local line its callers of this process wait in. */
-  readonly line: string;
-}
-
-/**
- * Validates and resolves the arguments of `acquire()` / `tryAcquire()` for
- * an instance of `config` (the in-memory lock of `nestjs-redlock/testing`
- * resolves its calls here too).
- */
-export function resolveCall(
-  config: RedlockConfig,
-  resources: string | string[],
-  options: AcquireOptions | undefined,
-): AcquireCall {
-  const names = normalizeResources(resources);
-  const timing = callTiming(config, options);
-  const keyOf = config.keyOf;
-  // An array literal for the one-key call: arrays from `map()` change
-  // their elements kind once the caller is optimised, and the code that
-  // read the first ones was thrown away and compiled again (a cold process
-  // paid it; see docs/performance.md).
-  const keys = names.length === 1 ? [keyOf(names[0])] : names.map(keyOf);
-  const fencing = callFencing(config, options);
-  const signal = checkSignalOption(options?.signal);
-  return {
-    resources: names,
-    keys,
-    timing,
-    fencing,
-    signal,
-    line: lineOf(keys, fencing),
-  };
-}
 
 /** See `Redlock.acquire`. */
 export async function acquire(
@@ -105,7 +58,10 @@ export async function acquire(
     );
   }
   let lock: Lock | undefined;
-  const inTurn = acquireInTurn(ctx, call, giveUpAt, trace);
+  const inTurn =
+    timing.waitTimeout === 0
+      ? attemptOnce(ctx, call, trace, notAcquiredOnce)
+      : acquireInTurn(ctx, call, giveUpAt, trace);
   ctx.active.set(inTurn, timing.nodeTimeout);
   try {
     lock = await inTurn;

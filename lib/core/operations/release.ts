@@ -119,7 +119,12 @@ function releaseOnNodes(
   return reserve ? awaitedByQuit(ctx, release) : release;
 }
 
-async function releaseAndOffer(
+/**
+ * Sends the release, then offers the reserved place and lets the next
+ * caller of this process go. Not an async function, for the reason
+ * `attemptOnce` gives.
+ */
+function releaseAndOffer(
   ctx: RedlockContext,
   lock: Lock,
   line: string,
@@ -128,7 +133,7 @@ async function releaseAndOffer(
   const expired = ctx.clock.now() >= lock.deadline;
   // Settles once a quorum confirmed: a hung node costs nothing here, its
   // request stays queued on its connection and its key expires anyway.
-  const ballots = await sendRelease(
+  return sendRelease(
     ctx,
     ctx.nodes,
     lock.keys,
@@ -140,15 +145,16 @@ async function releaseAndOffer(
       isDecided: (t) => t.granted >= ctx.quorum,
       reserve,
     },
-  );
-  if (reserve) ctx.reservations.offer(reserve, ballots);
-  // The next caller of this process waiting for these resources goes now.
-  ctx.localQueue.leave(line, lock);
-  return {
-    released: countGranted(ballots) >= ctx.quorum,
-    expired,
-    nodes: votesOf(ballots),
-  };
+  ).then((ballots) => {
+    if (reserve) ctx.reservations.offer(reserve, ballots);
+    // The next caller of this process waiting for these resources goes now.
+    ctx.localQueue.leave(line, lock);
+    return {
+      released: countGranted(ballots) >= ctx.quorum,
+      expired,
+      nodes: votesOf(ballots),
+    };
+  });
 }
 
 /**

@@ -2,11 +2,9 @@ import type { AcquireOptions } from '../config/options.js';
 import type { RedlockContext } from '../context.js';
 import type { AcquireTrace } from '../events/trace.js';
 import type { Lock } from '../lock.js';
-import { votesOf } from '../nodes/poll.js';
-import { randomValue } from '../util/lock-value.js';
-import { resolveCall, type AcquireCall } from './acquire.js';
-import { attempt, notAcquired } from './attempt.js';
-import { sendRelease } from './send-release.js';
+import { resolveCall, type AcquireCall } from './acquire-call.js';
+import { notAcquired, type AttemptResult } from './attempt.js';
+import { attemptOnce } from './attempt-once.js';
 import { stopReason } from './stop.js';
 
 /** See `Redlock.tryAcquire`. */
@@ -33,7 +31,7 @@ export async function tryAcquire(
     ctx.held.add(adopted);
     return adopted;
   }
-  const once = tryOnce(ctx, call, trace);
+  const once = attemptOnce(ctx, call, trace, nullIfBusy);
   ctx.active.set(once, call.timing.nodeTimeout);
   try {
     const lock = await once;
@@ -44,28 +42,12 @@ export async function tryAcquire(
   }
 }
 
-async function tryOnce(
+/** A busy attempt is `null` for `tryAcquire()`; any other failure throws. */
+function nullIfBusy(
   ctx: RedlockContext,
-  { resources, keys, timing, fencing, signal }: AcquireCall,
-  trace: AcquireTrace | undefined,
-): Promise<Lock | null> {
-  const value = randomValue();
-  const result = await attempt(ctx, resources, keys, value, timing, fencing);
-  if (trace) {
-    trace.attempts = 1;
-    trace.nodes = votesOf(result.ballots);
-  }
-  if (result.lock) {
-    const stop = stopReason(ctx, resources, 1, signal);
-    if (stop === undefined) return result.lock;
-    // Granted while quit() ran (the caller could not release it) or after
-    // the caller gave up: take the keys back, while the connections are
-    // open.
-    await sendRelease(ctx, ctx.nodes, keys, value, timing.nodeTimeout, {
-      leave: true,
-    });
-    throw stop;
-  }
+  call: AcquireCall,
+  result: AttemptResult,
+): null {
   if (result.reason === 'busy') return null;
-  throw notAcquired(ctx, resources, 1, result);
+  throw notAcquired(ctx, call.resources, 1, result);
 }

@@ -1,0 +1,51 @@
+import type { AcquireOptions } from '../config/options.js';
+import { checkSignalOption } from '../config/call-options.js';
+import {
+  callFencing,
+  callTiming,
+  type RedlockConfig,
+} from '../config/resolve.js';
+import { normalizeResources } from '../config/resources.js';
+import type { ResolvedTiming } from '../config/timing.js';
+import { lineOf } from '../handoff/line.js';
+
+/** What one acquire call asks for, its options resolved. */
+export interface AcquireCall {
+  readonly resources: string[];
+  readonly keys: string[];
+  readonly timing: ResolvedTiming;
+  readonly fencing: boolean;
+  readonly signal: AbortSignal | undefined;
+  /** The local line its callers of this process wait in. */
+  readonly line: string;
+}
+
+/**
+ * Validates and resolves the arguments of `acquire()` / `tryAcquire()` for
+ * an instance of `config` (the in-memory lock of `nestjs-redlock/testing`
+ * resolves its calls here too).
+ */
+export function resolveCall(
+  config: RedlockConfig,
+  resources: string | string[],
+  options: AcquireOptions | undefined,
+): AcquireCall {
+  const names = normalizeResources(resources);
+  const timing = callTiming(config, options);
+  const keyOf = config.keyOf;
+  // An array literal for the one-key call: arrays from `map()` change
+  // their elements kind once the caller is optimised, and the code that
+  // read the first ones was thrown away and compiled again (a cold process
+  // paid it; see docs/performance.md).
+  const keys = names.length === 1 ? [keyOf(names[0])] : names.map(keyOf);
+  const fencing = callFencing(config, options);
+  const signal = checkSignalOption(options?.signal);
+  return {
+    resources: names,
+    keys,
+    timing,
+    fencing,
+    signal,
+    line: lineOf(keys, fencing),
+  };
+}
