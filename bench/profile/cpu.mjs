@@ -7,6 +7,7 @@
 //                 in a Nest application context (RedlockModule.forRoot({ clients }))
 //   core:<build>  Redlock.acquire(key) + release (instance options only)
 //   node-redlock  redlock 5.0.0-beta.2, acquire([key], ttl) + release
+//   layer:<0|1|2>[:<build>]  a build's lock path cut at a layer, 1 node (see createLayer)
 // Cells: nodes (1, 5) × seq (one loop) / par (64 loops) × distinct (a new
 // key per pair) / same (each loop re-locks its own key).
 // Per block: client CPU µs per pair (process.cpuUsage), bytes allocated per
@@ -36,6 +37,7 @@ import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
+import { randomBytes } from 'node:crypto';
 import NodeRedlock from 'redlock';
 import { parseFlags } from '../util.mjs';
 
@@ -66,6 +68,43 @@ async function load(build) {
   return modules[build];
 }
 
+/**
+ * The lock path of this build (dist/esm) cut at a layer, 1 node, for
+ * finding which layer a cold process pays for: `layer:0` the two scripts
+ * by EVALSHA on an ioredis client, nothing else; `layer:1` through
+ * `RedlockNode.run` (write coalescing, NOSCRIPT handling) with a pooled
+ * value; `layer:2` through `poll` (the quorum collector with its node
+ * timeout) as every operation sends. The rest (`core:`) adds the acquire
+ * and release operations: options, local lines, the Lock, bookkeeping.
+ */
+async function createLayer(layer, url, build) {
+  const { ttl } = config;
+  const core = resolve(builds[build], 'core');
+  const { ACQUIRE_SCRIPT, RELEASE_SCRIPT } = await import(resolve(core, 'scripts/index.js'));
+  const { RedlockNode } = await import(resolve(core, 'nodes/redlock-node.js'));
+  const { poll } = await import(resolve(core, 'nodes/poll.js'));
+  const { randomValue } = await import(resolve(core, 'util/lock-value.js'));
+  const client = new Redis(url, { maxRetriesPerRequest: 0 });
+  await client.script('LOAD', ACQUIRE_SCRIPT.source);
+  await client.script('LOAD', RELEASE_SCRIPT.source);
+  const nodes = [new RedlockNode(client, 'node', true)];
+  const decided = (tally) => tally.granted >= 1;
+  const send = (script, key, args, granted) => {
+    if (layer === 0) return client.evalsha(script.sha, 1, key, ...args);
+    if (layer === 1) return nodes[0].run(script, [key], args);
+    return poll(nodes, (node) => node.run(script, [key], args), (reply) => (granted(reply) ? 'granted' : 'busy'), 1000, decided);
+  };
+  return {
+    pair: async (key) => {
+      const value = layer === 0 ? randomBytes(16).toString('hex') : randomValue();
+      const k = `redlock:${key}`;
+      await send(ACQUIRE_SCRIPT, k, [value, ttl, 'redlock:'], (r) => r === 1);
+      await send(RELEASE_SCRIPT, k, [value, 'redlock:'], (r) => r >= 2);
+    },
+    close: () => client.quit(),
+  };
+}
+
 /** One library on `urls`, with the surface every block uses. */
 async function createLib(name, urls) {
   const { ttl, wait } = config;
@@ -79,6 +118,7 @@ async function createLib(name, urls) {
       close: () => Promise.all(clients.map((c) => c.quit())),
     };
   }
+  if (name.startsWith('layer:')) return createLayer(Number(name.split(':')[1]), urls[0], name.split(':')[2] ?? 'head');
   const [kind, build] = name.split(':');
   const ours = await load(build);
   if (kind === 'svc') {

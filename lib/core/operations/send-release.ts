@@ -1,5 +1,10 @@
 import type { RedlockContext } from '../context.js';
-import { poll, type Ballot, type Tally } from '../nodes/poll.js';
+import {
+  poll,
+  type Ballot,
+  type Judgement,
+  type Tally,
+} from '../nodes/poll.js';
 import type { RedlockNode } from '../nodes/redlock-node.js';
 import { queueLife } from '../config/timing.js';
 import {
@@ -26,6 +31,10 @@ export interface SendReleaseOptions {
 
 const never = () => false;
 
+/** A node that deleted a key of the lock confirms the release. */
+const deletedAny = (reply: unknown): Judgement =>
+  releaseReply(reply).deleted > 0 ? 'granted' : 'busy';
+
 /**
  * Deletes a lock's keys where they still hold `value`. `leave`: the caller
  * is done, so it leaves the nodes' wait queues; a failed attempt that will
@@ -50,7 +59,7 @@ export function sendRelease(
   return poll(
     nodes,
     (node) => node.run(RELEASE_SCRIPT, keys, args),
-    (reply) => (releaseReply(reply).deleted > 0 ? 'granted' : 'busy'),
+    deletedAny,
     timeout,
     isDecided,
     { limitMs },
