@@ -227,47 +227,33 @@ describe('queue places reserved by a release', () => {
     });
   });
 
-  it('quit() lets an attempt in flight finish, and takes back a lock it was granted meanwhile', async () => {
-    const prefix = uniquePrefix('inflight');
-    const closing = make(prefix, { nodeTimeout: 1000 });
-    await closing.ready();
-    // Two of three nodes stop answering: the attempt waits for them.
-    servers[0].freeze();
-    servers[1].freeze();
-    const pending = closing.acquire('sku').catch((e: unknown) => e);
-    await sleep(100);
-    const closed = closing.quit();
-    await sleep(50);
-    servers[0].thaw();
-    servers[1].thaw();
-    // The thawed nodes grant it: a quorum, but the instance is closing.
-    const error = await pending;
-    await closed;
-    expect(error).toBeInstanceOf(LockNotAcquiredError);
-    expect((error as LockNotAcquiredError).reason).toBe('closed');
-    expect(await keysOn(prefix, 'sku')).toEqual(nowhere());
-  });
-
-  it('quit() takes back what a one-attempt acquire (waitTimeout 0) in flight was granted meanwhile', async () => {
-    const prefix = uniquePrefix('inflight0');
-    const closing = make(prefix, { nodeTimeout: 1000 });
-    await closing.ready();
-    servers[0].freeze();
-    servers[1].freeze();
-    const pending = closing
-      .acquire('sku', { waitTimeout: 0 })
-      .catch((e: unknown) => e);
-    await sleep(100);
-    const closed = closing.quit();
-    await sleep(50);
-    servers[0].thaw();
-    servers[1].thaw();
-    const error = await pending;
-    await closed;
-    expect((error as LockNotAcquiredError).reason).toBe('closed');
-    expect((error as LockNotAcquiredError).attempts).toBe(1);
-    expect(await keysOn(prefix, 'sku')).toEqual(nowhere());
-  });
+  it.each([
+    ['an acquire that may wait', {}],
+    ['a one-attempt acquire (waitTimeout 0)', { waitTimeout: 0 }],
+  ])(
+    'quit() lets %s in flight finish, and takes back a lock it was granted meanwhile',
+    async (_, options) => {
+      const prefix = uniquePrefix('inflight');
+      const closing = make(prefix, { nodeTimeout: 1000 });
+      await closing.ready();
+      // Two of three nodes stop answering: the attempt waits for them.
+      servers[0].freeze();
+      servers[1].freeze();
+      const pending = closing.acquire('sku', options).catch((e: unknown) => e);
+      await sleep(100);
+      const closed = closing.quit();
+      await sleep(50);
+      servers[0].thaw();
+      servers[1].thaw();
+      // The thawed nodes grant it: a quorum, but the instance is closing.
+      const error = await pending;
+      await closed;
+      expect(error).toBeInstanceOf(LockNotAcquiredError);
+      expect((error as LockNotAcquiredError).reason).toBe('closed');
+      expect((error as LockNotAcquiredError).attempts).toBe(1);
+      expect(await keysOn(prefix, 'sku')).toEqual(nowhere());
+    },
+  );
 
   it('an uncontended release reserves nothing', async () => {
     const prefix = uniquePrefix('alone');
