@@ -14,31 +14,48 @@ import { awaitTurn, transferred, type Waiter } from './await-turn.js';
 import { sendRelease } from './send-release.js';
 import { closedError, stopReason } from './stop.js';
 
-/** See `Redlock.acquire`. */
-export async function acquire(
+/**
+ * See `Redlock.acquire`. Not an async function: a caller that finds its
+ * line free goes straight to the nodes (see `attemptOnce` for why the
+ * common path avoids async layers).
+ */
+export function acquire(
   ctx: RedlockContext,
   resources: string | string[],
   options?: AcquireOptions,
   trace?: AcquireTrace,
 ): Promise<Lock> {
-  const call = resolveCall(ctx.config, resources, options);
+  try {
+    const call = resolveCall(ctx.config, resources, options);
+    const stop = stopReason(ctx, call.resources, 0, call.signal);
+    if (stop !== undefined) return Promise.reject(stop);
+    const giveUpAt = ctx.clock.now() + call.timing.waitTimeout;
+    // Callers of this process for the same resources take turns: only the
+    // one whose turn it is talks to Redis. A free line is ours at once.
+    if (ctx.localQueue.open(call.line))
+      return inTurn(ctx, call, giveUpAt, false, trace);
+    return afterLocalTurn(ctx, call, giveUpAt, trace);
+  } catch (error) {
+    return Promise.reject(
+      error instanceof Error ? error : new Error(String(error)),
+    );
+  }
+}
+
+/** An acquire that waits for its turn behind callers of this process. */
+async function afterLocalTurn(
+  ctx: RedlockContext,
+  call: AcquireCall,
+  giveUpAt: number,
+  trace: AcquireTrace | undefined,
+): Promise<Lock> {
   const { timing, signal, line } = call;
-  const stop = stopReason(ctx, call.resources, 0, signal);
-  if (stop !== undefined) throw stop;
-  const giveUpAt = ctx.clock.now() + timing.waitTimeout;
-  // Callers of this process for the same resources take turns: only the
-  // one whose turn it is talks to Redis.
-  // A free line is ours at once: awaiting `enter`'s settled promise only
-  // cost a turn of the microtask queue on every uncontended acquire.
-  const queuedLocally = !ctx.localQueue.open(line);
-  const turn =
-    !queuedLocally ||
-    (await ctx.localQueue.enter(
-      line,
-      Math.ceil(timing.ttl),
-      timing.waitTimeout,
-      signal,
-    ));
+  const turn = await ctx.localQueue.enter(
+    line,
+    Math.ceil(timing.ttl),
+    timing.waitTimeout,
+    signal,
+  );
   if (turn instanceof Lock) {
     // The previous holder in this process handed its lease over.
     ctx.localQueue.hold(line, turn);
@@ -57,22 +74,48 @@ export async function acquire(
       holder?.remaining() || timing.retryDelay,
     );
   }
-  let lock: Lock | undefined;
-  const inTurn =
-    timing.waitTimeout === 0
-      ? attemptOnce(ctx, call, trace, notAcquiredOnce)
-      : acquireInTurn(ctx, call, giveUpAt, trace);
-  ctx.active.set(inTurn, timing.nodeTimeout);
+  return inTurn(ctx, call, giveUpAt, true, trace);
+}
+
+/**
+ * The acquire of the caller whose turn it is: one attempt, or attempts
+ * and waits. Holds the line with the lock, or leaves it.
+ */
+function inTurn(
+  ctx: RedlockContext,
+  call: AcquireCall,
+  giveUpAt: number,
+  queuedLocally: boolean,
+  trace: AcquireTrace | undefined,
+): Promise<Lock> {
+  const { timing, line } = call;
+  let acquiring: Promise<Lock>;
   try {
-    lock = await inTurn;
-    ctx.held.add(lock);
-    count(ctx, queuedLocally || lock.waited);
-    return lock;
-  } finally {
-    ctx.active.delete(inTurn);
-    if (lock) ctx.localQueue.hold(line, lock);
-    else ctx.localQueue.leave(line);
+    acquiring =
+      timing.waitTimeout === 0
+        ? attemptOnce(ctx, call, trace, notAcquiredOnce)
+        : acquireInTurn(ctx, call, giveUpAt, trace);
+  } catch (error) {
+    ctx.localQueue.leave(line);
+    return Promise.reject(
+      error instanceof Error ? error : new Error(String(error)),
+    );
   }
+  ctx.active.set(acquiring, timing.nodeTimeout);
+  return acquiring.then(
+    (lock) => {
+      ctx.active.delete(acquiring);
+      ctx.held.add(lock);
+      count(ctx, queuedLocally || lock.waited);
+      ctx.localQueue.hold(line, lock);
+      return lock;
+    },
+    (error: unknown) => {
+      ctx.active.delete(acquiring);
+      ctx.localQueue.leave(line);
+      throw error;
+    },
+  );
 }
 
 /** The acquire of the caller whose turn it is in this process: attempts and waits. */

@@ -41,8 +41,13 @@ export interface AttemptResult {
  * the lease less the drift; otherwise every grant is taken back. With
  * fencing, a second round issues the tokens once the lock is held.
  * `queue`: the waiter's place in the nodes' wait queues, if it waits there.
+ *
+ * Not an async function, and what only some attempts need (fencing, the
+ * `attempt` channel, taking grants back) is in functions of its own: V8
+ * optimises this path early in a process's life, and compiling it cost
+ * the process in proportion to its size (docs/performance.md).
  */
-export async function attempt(
+export function attempt(
   ctx: RedlockContext,
   resources: readonly string[],
   keys: readonly string[],
@@ -66,15 +71,26 @@ export async function attempt(
     // Not waiting: no place; the queues never hold it.
     queue && packPlace(queue.life, queue.arrival, queue.name),
   );
-  const scriptKeys = counters ? [...keys, ...counters] : keys;
-  const answeredAt = queue?.answeredAt;
-  const observed = channels.attempt.hasSubscribers;
-  const latencies = observed
+  const latencies = channels.attempt.hasSubscribers
     ? new Array<number | undefined>(ctx.nodes.length)
     : undefined;
-  const ballots = await poll(
+  const sent: SentAttempt = {
+    start,
+    resources,
+    keys,
+    value,
+    timing,
+    counters,
+    queue,
+    latencies,
+  };
+  return poll(
     ctx.nodes,
-    (node) => node.run(ACQUIRE_SCRIPT, scriptKeys, args),
+    {
+      script: ACQUIRE_SCRIPT,
+      keys: counters ? [...keys, ...counters] : keys,
+      args,
+    },
     (reply, i) => {
       const { granted, refusedAt } = acquireReply(reply);
       // The answer to our latest attempt on node i says whether a key
@@ -86,65 +102,127 @@ export async function attempt(
     timing.nodeTimeout,
     ctx.isDecided,
     {
-      answered:
-        answeredAt || latencies
-          ? (i) => {
-              if (answeredAt)
-                answeredAt[i] = Math.max(answeredAt[i] ?? start, start);
-              if (latencies) latencies[i] ??= clock.now() - start;
-            }
-          : undefined,
+      answered: queue || latencies ? (i) => answered(ctx, sent, i) : undefined,
       // A quorum reached later would leave no validity.
       limitMs: timing.ttl - timing.drift,
     },
-  );
+  ).then((ballots) => settle(ctx, sent, ballots));
+}
+
+/** What an attempt sent, for the steps after its poll. */
+interface SentAttempt {
+  readonly start: number;
+  readonly resources: readonly string[];
+  readonly keys: readonly string[];
+  readonly value: string;
+  readonly timing: ResolvedTiming;
+  readonly counters: string[] | undefined;
+  readonly queue: QueuePlace | undefined;
+  /** Each node's answer time, while the `attempt` channel has subscribers. */
+  readonly latencies: (number | undefined)[] | undefined;
+}
+
+/** Notes node i's answer: for the wait queues, and for the `attempt` channel. */
+function answered(ctx: RedlockContext, sent: SentAttempt, i: number): void {
+  const { queue, latencies, start } = sent;
+  if (queue)
+    queue.answeredAt[i] = Math.max(queue.answeredAt[i] ?? start, start);
+  if (latencies) latencies[i] ??= ctx.clock.now() - start;
+}
+
+/** Held or not, from the ballots: the lock, or the grants taken back. */
+function settle(
+  ctx: RedlockContext,
+  sent: SentAttempt,
+  ballots: Ballot[],
+): AttemptResult | Promise<AttemptResult> {
+  const { start, timing } = sent;
   const granted = countGranted(ballots);
-  if (latencies)
-    channels.attempt.publish({
-      resources,
-      valueHash: valueHash(value),
-      granted: granted >= ctx.quorum,
-      durationMs: clock.now() - start,
-      nodes: votesOf(ballots),
-      latenciesMs: latencies,
-    });
-  const validity = timing.ttl - (clock.now() - start) - timing.drift;
-  let fencingFailure: LockFailureReason | undefined;
-  if (granted >= ctx.quorum && validity > 0) {
-    const lock = createLock(ctx, {
-      resources,
-      keys,
-      value,
-      ttl: timing.ttl,
-      deadline: start + timing.ttl - timing.drift,
-      queueName: queue?.name,
-    });
-    if (!counters) return { start, ballots, lock };
-    // A second round, once the lock is held: see docs/fencing.md.
-    const fence = () =>
-      issueFencingTokens(ctx, lock, counters, ballots, timing.nodeTimeout);
-    fencingFailure = channels.fence.hasSubscribers
-      ? await traceFence(lock, fence)
-      : await fence();
-    if (!fencingFailure) return { start, ballots, lock };
-  }
-  // Not held: take back every grant, including grants whose reply was lost
-  // (timeouts, errors, nodes still pending). A node that answered "busy"
-  // ran a script that wrote nothing, so it is skipped.
+  if (sent.latencies) publishAttempt(ctx, sent, ballots, granted);
+  const validity = timing.ttl - (ctx.clock.now() - start) - timing.drift;
+  if (granted < ctx.quorum || validity <= 0)
+    return takeBack(ctx, sent, ballots, granted, undefined);
+  const lock = createLock(ctx, {
+    resources: sent.resources,
+    keys: sent.keys,
+    value: sent.value,
+    ttl: timing.ttl,
+    deadline: start + timing.ttl - timing.drift,
+    queueName: sent.queue?.name,
+  });
+  if (!sent.counters) return { start, ballots, lock };
+  return fenced(ctx, sent, ballots, granted, lock, sent.counters);
+}
+
+/** A held attempt's fencing round (see docs/fencing.md); a failed one is not held. */
+async function fenced(
+  ctx: RedlockContext,
+  sent: SentAttempt,
+  ballots: Ballot[],
+  granted: number,
+  lock: Lock,
+  counters: string[],
+): Promise<AttemptResult> {
+  const fence = () =>
+    issueFencingTokens(ctx, lock, counters, ballots, sent.timing.nodeTimeout);
+  const failure = channels.fence.hasSubscribers
+    ? await traceFence(lock, fence)
+    : await fence();
+  if (!failure) return { start: sent.start, ballots, lock };
+  return takeBack(ctx, sent, ballots, granted, failure);
+}
+
+/**
+ * An attempt not held: takes back every grant, including grants whose
+ * reply was lost (timeouts, errors, nodes still pending). A node that
+ * answered "busy" ran a script that wrote nothing, so it is skipped.
+ */
+async function takeBack(
+  ctx: RedlockContext,
+  sent: SentAttempt,
+  ballots: Ballot[],
+  granted: number,
+  fencingFailure: LockFailureReason | undefined,
+): Promise<AttemptResult> {
+  const { start, timing, queue } = sent;
   const maybeOurs = ctx.nodes.filter((_, i) => ballots[i].outcome !== 'busy');
   if (maybeOurs.length)
-    await sendRelease(ctx, maybeOurs, keys, value, timing.nodeTimeout, {
-      name: queue?.name,
-      leave: queue === undefined,
-      // Past the lease, what the nodes did not delete has expired.
-      limitMs: start + timing.ttl - clock.now(),
-    });
+    await sendRelease(
+      ctx,
+      maybeOurs,
+      sent.keys,
+      sent.value,
+      timing.nodeTimeout,
+      {
+        name: queue?.name,
+        leave: queue === undefined,
+        // Past the lease, what the nodes did not delete has expired.
+        limitMs: start + timing.ttl - ctx.clock.now(),
+      },
+    );
   return {
     start,
     ballots,
     reason: fencingFailure ?? failureReason(ctx.quorum, granted, ballots),
     holderTtl: shortestHolderTtl(ballots),
   };
+}
+
+/** Tells the `attempt` channel how an attempt went. */
+function publishAttempt(
+  ctx: RedlockContext,
+  sent: SentAttempt,
+  ballots: readonly Ballot[],
+  granted: number,
+): void {
+  channels.attempt.publish({
+    resources: sent.resources,
+    valueHash: valueHash(sent.value),
+    granted: granted >= ctx.quorum,
+    durationMs: ctx.clock.now() - sent.start,
+    nodes: votesOf(ballots),
+    latenciesMs: sent.latencies,
+  });
 }
 
 /** Why an attempt without a fencing failure was not held. */

@@ -58,7 +58,7 @@ export function sendRelease(
   );
   return poll(
     nodes,
-    (node) => node.run(RELEASE_SCRIPT, keys, args),
+    { script: RELEASE_SCRIPT, keys, args },
     deletedAny,
     timeout,
     isDecided,
