@@ -85,13 +85,13 @@ export class RedlockNode {
   }
 
   /**
-   * Batches the requests of one tick to this node into one socket write
+   * Batches the requests of one tick to this node into few socket writes
    * (ioredis writes each command at once, one system call each). The first
    * request of a tick leaves at once, so a lone sequential request never
    * waits; a second one in the same tick corks the socket, and the rest
-   * leave together at `nextTick`. Why not ioredis's auto-pipelining or
-   * corking every write: docs/performance.md, "Why the code is shaped this
-   * way".
+   * leave `WRITE_BATCH` at a time, the last of them at `nextTick`. Why not
+   * ioredis's auto-pipelining or corking every write: docs/performance.md,
+   * "Why the code is shaped this way".
    */
   private coalesceWrites(): void {
     if (this.tick === undefined) {
@@ -100,12 +100,25 @@ export class RedlockNode {
       if (endOfTick.length === 1) process.nextTick(flushTick);
       return;
     }
-    if (this.tick !== 'first') return;
+    if (this.tick !== 'first') {
+      // A full batch leaves before this request joins the next one.
+      if (this.corked === WRITE_BATCH) {
+        this.tick.uncork();
+        this.tick.cork();
+        this.corked = 0;
+      }
+      this.corked++;
+      return;
+    }
     const stream = this.client.stream;
     if (this.client.status !== 'ready' || !stream?.writable) return;
     stream.cork();
     this.tick = stream;
+    this.corked = 1;
   }
+
+  /** Requests waiting in the corked socket for the next write. */
+  private corked = 0;
 
   /** @internal Ends this node's tick: sends what was corked. */
   endTick(): void {
@@ -166,6 +179,13 @@ export class RedlockNode {
     if (this.owned) await closeClient(this.client);
   }
 }
+
+/**
+ * The most requests one write to a node carries within a tick: the node
+ * starts on them while the client prepares the rest. With one write per
+ * tick, client and node took turns (docs/performance.md).
+ */
+export const WRITE_BATCH = 16;
 
 /** Nodes that sent a request this tick (one `nextTick` ends the tick for all). */
 const endOfTick: RedlockNode[] = [];
