@@ -128,11 +128,14 @@ function captureResolve(resolve: (ballots: Ballot[]) => void): void {
  * The state of one poll: an object with methods rather than a closure per
  * step, as this runs twice per lock and unlock on the sequential path.
  */
-class Poll extends Deadline {
+class Poll extends Deadline implements Tally {
   private readonly ballots: (Ballot | undefined)[];
-  private readonly tally: Tally;
+  // The tally is the poll's own: `isDecided` reads it from the poll.
+  granted = 0;
+  busy = 0;
+  failed = 0;
+  pending: number;
   private done = false;
-  private readonly started = performance.now();
   /** Answers after this one (see `answerSequence`) are signs of life. */
   private checkedAfter = answerSequence;
   private readonly answered: ((index: number) => void) | undefined;
@@ -149,15 +152,16 @@ class Poll extends Deadline {
   ) {
     super();
     this.ballots = new Array<Ballot | undefined>(nodes.length);
-    this.tally = { granted: 0, busy: 0, failed: 0, pending: nodes.length };
+    this.pending = nodes.length;
     this.answered = options?.answered;
+    const started = performance.now();
     const limit = BUSY_WAIT_LIMIT * timeoutMs;
     this.end =
-      this.started +
+      started +
       (options?.limitMs !== undefined
         ? Math.min(options.limitMs, limit)
         : limit);
-    this.at = Math.min(this.started + timeoutMs, this.end);
+    this.at = Math.min(started + timeoutMs, this.end);
     deadlines.add(this);
   }
 
@@ -198,12 +202,11 @@ class Poll extends Deadline {
     if (outcome !== 'error') this.answered?.(i);
     if (this.done) return;
     this.ballots[i] = ballot;
-    const tally = this.tally;
-    tally.pending--;
-    if (outcome === 'granted') tally.granted++;
-    else if (outcome === 'busy') tally.busy++;
-    else tally.failed++;
-    if (tally.pending === 0 || this.isDecided(tally)) this.finish();
+    this.pending--;
+    if (outcome === 'granted') this.granted++;
+    else if (outcome === 'busy') this.busy++;
+    else this.failed++;
+    if (this.pending === 0 || this.isDecided(this)) this.finish();
   }
 
   /**
