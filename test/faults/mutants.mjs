@@ -46,11 +46,11 @@ export const MUTANTS = [
     what: 'a quorum counts however late it came; validity counted from the reply, not from the request',
     scenario: 'stall-long-sections',
     patches: [
-      ['core/operations/attempt.js', 'if (granted >= ctx.quorum && validity > 0) {', 'if (granted >= ctx.quorum) {'],
+      ['core/operations/attempt.js', 'if (granted < ctx.quorum || validity <= 0)', 'if (granted < ctx.quorum)'],
       [
         'core/operations/attempt.js',
         'deadline: start + timing.ttl - timing.drift,',
-        'deadline: clock.now() + timing.ttl - timing.drift,',
+        'deadline: ctx.clock.now() + timing.ttl - timing.drift,',
       ],
     ],
   },
