@@ -1,5 +1,20 @@
 // Small helpers shared by the bench runner and its worker processes.
+import { execFileSync } from 'node:child_process';
+import { cpus } from 'node:os';
 import { Redis } from 'ioredis';
+
+/**
+ * Holds `servers` (redis-server processes, with their threads) to core 1
+ * and this process to core 0, so that client and Redis do not share a core
+ * (as when the app's own work shares the client's core). Does nothing on a
+ * single core; returns whether it pinned.
+ */
+export function pinApart(servers) {
+  if (cpus().length < 2) return false;
+  for (const s of servers) execFileSync('taskset', ['-a', '-p', '-c', '1', String(s.pid)], { stdio: 'ignore' });
+  execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+  return true;
+}
 
 /** Commands sent by the library clients of this process (see countCommands). */
 export const sent = { commands: 0 };

@@ -30,7 +30,7 @@
 //   npx tsc -p tsconfig.build.json --outDir .scratch/profile/<name>
 // and pass --builds=base=.scratch/profile/base,head=.scratch/profile/head.
 import 'reflect-metadata';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,7 +39,7 @@ import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import NodeRedlock from 'redlock';
-import { parseFlags } from '../util.mjs';
+import { parseFlags, pinApart } from '../util.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = parseFlags();
@@ -185,10 +185,7 @@ if (args.child) {
 const { startServers } = await import('../../scripts/redis-nodes.mjs');
 const servers = await startServers(Math.max(...config.nodes));
 const admin = servers.map((s) => new Redis(s.url));
-if (args.pin) {
-  for (const s of servers) execFileSync('taskset', ['-a', '-p', '-c', '1', String(s.pid)], { stdio: 'ignore' });
-  execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
-}
+if (args.pin) pinApart(servers);
 const urlsFor = (nodes) => servers.slice(0, nodes).map((s) => s.url);
 const cells = config.nodes.flatMap((nodes) => config.modes.flatMap((mode) => config.keys.map((keys) => ({ nodes, mode, keys }))));
 const results = {}; // results[cell][lib] = [{ cpu, alloc, scav, rate }] or cold { first, next }

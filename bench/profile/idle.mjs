@@ -8,21 +8,16 @@
 // Usage: node bench/profile/idle.mjs [--lib=nestjs-redlock] [--cycles=5]
 //   [--idle=20000 (ms)] [node flags go before the script, e.g.
 //   --no-memory-reducer --no-flush-bytecode, to see what each accounts for]
-import { execFileSync } from 'node:child_process';
-import { cpus } from 'node:os';
 import { startServers } from '../../scripts/redis-nodes.mjs';
 import { createLib } from '../libs.mjs';
-import { median, parseFlags, sleep } from '../util.mjs';
+import { median, parseFlags, pinApart, sleep } from '../util.mjs';
 
 const args = parseFlags();
 const name = String(args.lib ?? 'nestjs-redlock');
 const cycles = Number(args.cycles ?? 5);
 const idle = Number(args.idle ?? 20_000);
 const [server] = await startServers(1);
-if (cpus().length >= 2) {
-  execFileSync('taskset', ['-a', '-p', '-c', '1', String(server.pid)], { stdio: 'ignore' });
-  execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
-}
+pinApart([server]);
 const lib = await createLib(name, [server.url], { ttl: 10_000, wait: 0 });
 
 let tag = 0;

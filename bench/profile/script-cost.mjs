@@ -8,21 +8,16 @@
 // (the barging window) and reads fencing counters, which SET NX cannot.
 // Run after `npm run build`: node bench/profile/script-cost.mjs [--rounds=7]
 //   [--pairs=10000]
-import { execFileSync } from 'node:child_process';
-import { cpus } from 'node:os';
 import { Redis } from 'ioredis';
 import { startServers } from '../../scripts/redis-nodes.mjs';
-import { median, parseFlags } from '../util.mjs';
+import { median, parseFlags, pinApart } from '../util.mjs';
 import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../dist/esm/core/scripts/index.js';
 
 const args = parseFlags();
 const rounds = Number(args.rounds ?? 7);
 const pairs = Number(args.pairs ?? 10_000);
 const [server] = await startServers(1);
-if (cpus().length >= 2) {
-  execFileSync('taskset', ['-a', '-p', '-c', '1', String(server.pid)], { stdio: 'ignore' });
-  execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
-}
+pinApart([server]);
 const client = new Redis(server.url);
 const admin = new Redis(server.url);
 client.defineCommand('cad', {
