@@ -1,6 +1,7 @@
 import type { NodeOutcome, NodeVote } from '../../errors/node-vote.js';
 import type { LuaScript, ScriptCall } from '../scripts/lua-script.js';
 import { Deadline, deadlines } from '../util/deadline-timer.js';
+import { rejected } from '../util/rejected.js';
 import type { RedlockNode } from './redlock-node.js';
 
 /**
@@ -100,9 +101,7 @@ export function poll(
           ? request(nodes[i])
           : nodes[i].run(request.script, request.keys, request.args);
     } catch (error) {
-      requests[i] = Promise.reject(
-        error instanceof Error ? error : new Error(String(error)),
-      );
+      requests[i] = rejected(error);
     }
   }
   const settled = new Promise<Ballot[]>(captureResolve);

@@ -6,6 +6,7 @@ import type { AcquireTrace } from '../events/trace.js';
 import { Lock } from '../lock.js';
 import { votesOf } from '../nodes/poll.js';
 import { randomValue } from '../util/lock-value.js';
+import { rejected } from '../util/rejected.js';
 import type { QueuePlace } from '../waiting/queue-place.js';
 import { resolveCall, type AcquireCall } from './acquire-call.js';
 import { attempt, notAcquired } from './attempt.js';
@@ -36,9 +37,7 @@ export function acquire(
       return inTurn(ctx, call, giveUpAt, false, trace);
     return afterLocalTurn(ctx, call, giveUpAt, trace);
   } catch (error) {
-    return Promise.reject(
-      error instanceof Error ? error : new Error(String(error)),
-    );
+    return rejected(error);
   }
 }
 
@@ -97,9 +96,7 @@ function inTurn(
         : acquireInTurn(ctx, call, giveUpAt, trace);
   } catch (error) {
     ctx.localQueue.leave(line);
-    return Promise.reject(
-      error instanceof Error ? error : new Error(String(error)),
-    );
+    return rejected(error);
   }
   ctx.active.set(acquiring, timing.nodeTimeout);
   return acquiring.then(

@@ -11,6 +11,7 @@ import type { Lock, ReleaseResult } from '../lock.js';
 import { votesOf } from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
 import { randomValue } from '../util/lock-value.js';
+import { rejected } from '../util/rejected.js';
 import type { Reservation } from '../waiting/reservations.js';
 import { sendRelease } from './send-release.js';
 
@@ -29,9 +30,7 @@ export function releaseLock(
   try {
     return release(ctx, lock);
   } catch (error) {
-    return Promise.reject(
-      error instanceof Error ? error : new Error(String(error)),
-    );
+    return rejected(error);
   }
 }
 
