@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { Command } from 'ioredis';
 import type { ChainableCommander, Redis } from 'ioredis';
 
 /**
@@ -69,22 +70,34 @@ export function isNoScriptError(error: unknown): boolean {
 const loading = new WeakMap<Redis, Map<string, Promise<unknown>>>();
 
 /**
- * `EVALSHA` and `EVAL` with the keys and arguments as arrays, which ioredis
- * flattens (a documented form its typings leave out).
+ * Sends `EVALSHA <sha>` or `EVAL <source>` with its keys and arguments as
+ * the client's own command methods would (the client's `keyPrefix`, replies
+ * as strings, its friendly error stacks), but without their generic
+ * wrapper, whose rest parameters and callback handling V8 compiled apart
+ * from the lock path on every cold start (docs/performance.md).
  */
-interface ScriptClient {
-  evalsha(
-    sha: string,
-    numKeys: number,
-    keys: readonly string[],
-    args: readonly (string | number | Buffer)[],
-  ): Promise<unknown>;
-  eval(
-    source: string,
-    numKeys: number,
-    keys: readonly string[],
-    args: readonly (string | number | Buffer)[],
-  ): Promise<unknown>;
+function sendScript(
+  client: Redis,
+  command: 'evalsha' | 'eval',
+  shaOrSource: string,
+  keys: readonly string[],
+  args: readonly (string | number | Buffer)[],
+): Promise<unknown> {
+  const argv = new Array<string | number | Buffer>(
+    2 + keys.length + args.length,
+  );
+  argv[0] = shaOrSource;
+  argv[1] = keys.length;
+  for (let i = 0; i < keys.length; i++) argv[2 + i] = keys[i];
+  for (let i = 0; i < args.length; i++) argv[2 + keys.length + i] = args[i];
+  const { keyPrefix, showFriendlyErrorStack } = client.options;
+  return client.sendCommand(
+    new Command(command, argv, {
+      replyEncoding: 'utf8',
+      keyPrefix,
+      errorStack: showFriendlyErrorStack ? new Error() : undefined,
+    }),
+  ) as Promise<unknown>;
 }
 
 /**
@@ -103,24 +116,17 @@ export function runScript(
   args: readonly (string | number | Buffer)[],
   again = false,
 ): Promise<unknown> {
-  // Not an async function, and the arrays passed as they are (no spread):
-  // this runs for every node of every request, and both showed in the
-  // client's CPU.
-  return (client as unknown as ScriptClient)
-    .evalsha(script.sha, keys.length, keys, args)
-    .catch((error: unknown) => {
+  // Not an async function: this runs for every node of every request, and
+  // it showed in the client's CPU.
+  return sendScript(client, 'evalsha', script.sha, keys, args).catch(
+    (error: unknown) => {
       if (!isNoScriptError(error)) throw error;
       const pending = again ? undefined : loading.get(client)?.get(script.sha);
       if (pending) {
         const retry = () => runScript(client, script, keys, args, true);
         return pending.then(retry, retry);
       }
-      const sent = (client as unknown as ScriptClient).eval(
-        script.source,
-        keys.length,
-        keys,
-        args,
-      );
+      const sent = sendScript(client, 'eval', script.source, keys, args);
       let scripts = loading.get(client);
       if (!scripts) loading.set(client, (scripts = new Map()));
       scripts.set(script.sha, sent);
@@ -129,7 +135,8 @@ export function runScript(
       };
       sent.then(done, done);
       return sent;
-    });
+    },
+  );
 }
 
 /**
