@@ -83,20 +83,24 @@ function sendScript(
   keys: readonly string[],
   args: readonly (string | number | Buffer)[],
 ): Promise<unknown> {
-  const argv = new Array<string | number | Buffer>(
-    2 + keys.length + args.length,
-  );
-  argv[0] = shaOrSource;
-  argv[1] = keys.length;
-  for (let i = 0; i < keys.length; i++) argv[2 + i] = keys[i];
-  for (let i = 0; i < args.length; i++) argv[2 + keys.length + i] = args[i];
   const { keyPrefix, showFriendlyErrorStack } = client.options;
   return client.sendCommand(
-    new Command(command, argv, {
-      replyEncoding: 'utf8',
-      keyPrefix,
-      errorStack: showFriendlyErrorStack ? new Error() : undefined,
-    }),
+    // Command flattens the key and argument arrays into a new one (`flat()`,
+    // native even before V8 optimises this path); it never writes to them.
+    new Command(
+      command,
+      [
+        shaOrSource,
+        keys.length,
+        keys as string[],
+        args as (string | number | Buffer)[],
+      ],
+      {
+        replyEncoding: 'utf8',
+        keyPrefix,
+        errorStack: showFriendlyErrorStack ? new Error() : undefined,
+      },
+    ),
   ) as Promise<unknown>;
 }
 
