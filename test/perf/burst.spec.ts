@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Redis } from 'ioredis';
+import type { Command, Redis } from 'ioredis';
 import { LockNotAcquiredError, type Lock } from 'nestjs-redlock';
 import { flushed, uniquePrefix } from '../utils/nodes.js';
 import { ownNodes } from '../utils/own-nodes.js';
@@ -113,11 +113,14 @@ describe('a burst of requests after the nodes lost their scripts', () => {
     // own clients: the servers' command counts include other clients).
     const sources = redlock.nodes.map(() => new Map<string, number>());
     redlock.nodes.forEach(({ client }, i) => {
-      const evalOf = client.eval.bind(client) as (...a: unknown[]) => unknown;
-      (client as unknown as { eval: unknown }).eval = (...a: unknown[]) => {
-        const name = a[0] === ACQUIRE_SCRIPT.source ? 'acquire' : 'other';
-        sources[i].set(name, (sources[i].get(name) ?? 0) + 1);
-        return evalOf(...a);
+      const send = client.sendCommand.bind(client);
+      client.sendCommand = (command: Command, ...rest: unknown[]) => {
+        if (command.name === 'eval') {
+          const name =
+            command.args[0] === ACQUIRE_SCRIPT.source ? 'acquire' : 'other';
+          sources[i].set(name, (sources[i].get(name) ?? 0) + 1);
+        }
+        return send(command, ...(rest as []));
       };
     });
     const locks = await Promise.all(
