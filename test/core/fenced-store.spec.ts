@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import {
   FencedStore,
   fenceOf,
@@ -77,6 +77,25 @@ describe('FencedStore: guarded writes to data in Redis', () => {
       store.set(fence('18446744073709551616'), `${prefix}n`, 5),
     ).rejects.toThrow(StaleFencingTokenError);
     expect(await redis.get(`${prefix}n`)).toBe('4');
+  });
+
+  it("writes through a client with an ioredis keyPrefix under that prefix, as the client's own commands do", async () => {
+    const appPrefix = `${prefix}app:`;
+    const prefixed = new Redis(singleUrl(), { keyPrefix: appPrefix });
+    const fence = (token: string) => ({ resource: 'rp', token });
+    try {
+      const own = new FencedStore(prefixed, { prefix: 'fenced:' });
+      await own.set(fence('3'), 'k', 'v');
+      await expect(own.set(fence('2'), 'k', 'stale')).rejects.toThrow(
+        StaleFencingTokenError,
+      );
+      expect(await redis.get(`${appPrefix}k`)).toBe('v');
+      expect(await redis.exists('k', 'fenced:rp')).toBe(0);
+      expect(await redis.exists(`${appPrefix}fenced:rp`)).toBe(1);
+      expect(await own.highest('rp')).toBe('3');
+    } finally {
+      await closeAll([prefixed]);
+    }
   });
 
   it('offers SET, HSET, INCRBY and DEL, and runs command lists in order', async () => {

@@ -71,10 +71,11 @@ const loading = new WeakMap<Redis, Map<string, Promise<unknown>>>();
 
 /**
  * Sends `EVALSHA <sha>` or `EVAL <source>` with its keys and arguments as
- * the client's own command methods would (the client's `keyPrefix`, replies
- * as strings, its friendly error stacks), but without their generic
- * wrapper, whose rest parameters and callback handling V8 compiled apart
- * from the lock path on every cold start (docs/performance.md).
+ * the client's own command methods would (the client's `keyPrefix`, which a
+ * `FencedStore`'s client may have, replies as strings, its friendly error
+ * stacks), but without their generic wrapper, whose rest parameters and
+ * callback handling V8 compiled apart from the lock path on every cold
+ * start (docs/performance.md).
  */
 function sendScript(
   client: Redis,
