@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Command } from 'ioredis';
-import type { ChainableCommander, Redis } from 'ioredis';
+import { Command, type ChainableCommander, type Redis } from 'ioredis';
 
 /**
  * A named Lua script with its SHA1 computed once, so nodes run it by
