@@ -1,5 +1,4 @@
 import { afterAll, describe, expect, it, jest } from '@jest/globals';
-import type { Command } from 'ioredis';
 import {
   LockNotAcquiredError,
   Redlock,
@@ -7,7 +6,13 @@ import {
   type Clock,
 } from 'nestjs-redlock';
 import { scanKeys } from '../../scripts/redis-nodes.mjs';
-import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
+import {
+  closeAll,
+  inspect,
+  quorumUrls,
+  uniquePrefix,
+  watchCommands,
+} from '../utils/nodes.js';
 
 /** A clock that runs like the real one, plus an offset a test can push forward. */
 class SteppableClock implements Clock {
@@ -57,19 +62,16 @@ describe('time comes from the injected monotonic clock', () => {
     const { clock, redlock } = clocked(2000);
     // 300 ms pass once the attempt's first request is out (the request
     // itself goes to Redis unchanged).
-    const client = redlock.nodes[0].client;
-    const send = client.sendCommand.bind(client);
     let delayed = false;
-    client.sendCommand = (command: Command, ...rest: unknown[]) => {
+    const stop = watchCommands(redlock.nodes[0].client, (command) => {
       if (command.name === 'evalsha' && !delayed) {
         delayed = true;
         clock.offset += 300;
       }
-      return send(command, ...(rest as []));
-    };
+    });
     const lock = await redlock.acquire('elapsed', { waitTimeout: 0 });
     expect(delayed).toBe(true);
-    client.sendCommand = send;
+    stop();
     // drift = 2000 * 0.01 + 2 = 22 ms; counted from the end of the
     // attempt, about 1978 ms would be left.
     expect(lock.remaining()).toBeLessThanOrEqual(2000 - 22 - 300);

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Redis, type Command } from 'ioredis';
+import { Redis } from 'ioredis';
 import {
   compareFencingTokens,
   fenceCounterKey,
@@ -10,7 +10,13 @@ import {
   RedlockConfigError,
 } from 'nestjs-redlock';
 import { scanKeys } from '../../scripts/redis-nodes.mjs';
-import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
+import {
+  closeAll,
+  inspect,
+  quorumUrls,
+  uniquePrefix,
+  watchCommands,
+} from '../utils/nodes.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const big = (token: string | undefined) => BigInt(token!);
@@ -95,17 +101,11 @@ describe('fencing tokens on five nodes', () => {
       (url) => new Redis(url, { maxRetriesPerRequest: 0 }),
     );
     const sent = clients.map(() => 0);
-    clients.forEach((client, i) => {
-      const send = client.sendCommand.bind(client);
-      // A command sent before the connection is ready comes through here
-      // again when ioredis flushes its offline queue: counted once.
-      const seen = new WeakSet<Command>();
-      client.sendCommand = (command: Command, ...rest: unknown[]) => {
-        if (command.name === 'evalsha' && !seen.has(command)) sent[i]++;
-        seen.add(command);
-        return send(command, ...(rest as []));
-      };
-    });
+    clients.forEach((client, i) =>
+      watchCommands(client, (command) => {
+        if (command.name === 'evalsha') sent[i]++;
+      }),
+    );
     const counting = new Redlock({ clients, keyPrefix: prefix, metaPrefix });
     try {
       const plain = await counting.acquire('cost');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Command, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { LockNotAcquiredError, type Lock } from 'nestjs-redlock';
-import { flushed, uniquePrefix } from '../utils/nodes.js';
+import { flushed, uniquePrefix, watchCommands } from '../utils/nodes.js';
 import { ownNodes } from '../utils/own-nodes.js';
 import { scanKeys } from '../../scripts/redis-nodes.mjs';
 import { ACQUIRE_SCRIPT } from '../../lib/core/scripts/index.js';
@@ -112,17 +112,14 @@ describe('a burst of requests after the nodes lost their scripts', () => {
     // The sources this instance sends, per node and script (counted on its
     // own clients: the servers' command counts include other clients).
     const sources = redlock.nodes.map(() => new Map<string, number>());
-    redlock.nodes.forEach(({ client }, i) => {
-      const send = client.sendCommand.bind(client);
-      client.sendCommand = (command: Command, ...rest: unknown[]) => {
-        if (command.name === 'eval') {
-          const name =
-            command.args[0] === ACQUIRE_SCRIPT.source ? 'acquire' : 'other';
-          sources[i].set(name, (sources[i].get(name) ?? 0) + 1);
-        }
-        return send(command, ...(rest as []));
-      };
-    });
+    redlock.nodes.forEach(({ client }, i) =>
+      watchCommands(client, (command) => {
+        if (command.name !== 'eval') return;
+        const name =
+          command.args[0] === ACQUIRE_SCRIPT.source ? 'acquire' : 'other';
+        sources[i].set(name, (sources[i].get(name) ?? 0) + 1);
+      }),
+    );
     const locks = await Promise.all(
       Array.from({ length: 300 }, (_, i) => redlock.acquire(`cold:${i}`)),
     );

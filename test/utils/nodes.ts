@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Redis, type Command } from 'ioredis';
 import type { Redlock } from 'nestjs-redlock';
 
 /** URL of the shared single-node server started by global-setup. */
@@ -45,6 +45,32 @@ export async function scriptCalls(clients: Redis[]): Promise<number> {
     calls += Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0);
   }
   return calls;
+}
+
+/**
+ * Calls `seen` with each command `client` sends from now on, once per
+ * command (ioredis passes a command queued before the connection was ready
+ * through `sendCommand` again when it flushes its offline queue), before it
+ * leaves. The library builds its script commands itself and hands them to
+ * `sendCommand`, so this sees them where spying on `evalsha` would not.
+ * Returns the function that stops watching.
+ */
+export function watchCommands(
+  client: Redis,
+  seen: (command: Command) => void,
+): () => void {
+  const send = client.sendCommand.bind(client);
+  const watched = new WeakSet<Command>();
+  client.sendCommand = (command: Command, ...rest: unknown[]) => {
+    if (!watched.has(command)) {
+      watched.add(command);
+      seen(command);
+    }
+    return send(command, ...(rest as []));
+  };
+  return () => {
+    client.sendCommand = send;
+  };
 }
 
 /**

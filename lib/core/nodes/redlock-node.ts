@@ -70,10 +70,14 @@ export class RedlockNode {
   /** Writes of this tick: the first sent, or the socket corked for the rest. */
   private tick?: 'first' | Redis['stream'];
 
+  /** Requests waiting in the corked socket for the next write. */
+  private corked = 0;
+
   /**
    * Runs a script by SHA, sending its source only if the node answers
    * NOSCRIPT. Requests to this node made in the same tick (many callers
-   * acquiring or releasing at once) leave in one socket write.
+   * acquiring or releasing at once) leave in few socket writes (see
+   * `coalesceWrites`).
    */
   run(
     script: LuaScript,
@@ -116,9 +120,6 @@ export class RedlockNode {
     this.tick = stream;
     this.corked = 1;
   }
-
-  /** Requests waiting in the corked socket for the next write. */
-  private corked = 0;
 
   /** @internal Ends this node's tick: sends what was corked. */
   endTick(): void {
