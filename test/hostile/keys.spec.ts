@@ -54,6 +54,12 @@ describe('hostile resource names (five shared nodes)', () => {
       keyPrefix,
       metaPrefix,
       ttl: 5000,
+      // The default node timeout (ttl / 10, at most 100 ms) is short for a
+      // 10,000-key script on a loaded machine: nodes answer after it, and a
+      // waiter whose attempt timed out on some nodes can miss the release
+      // message and sleep until its fallback retry. The waiter test below
+      // is about the message, with nodes that answer.
+      nodeTimeout: 1000,
       logger: { warn: () => undefined },
     };
     redlock = new Redlock(options);
