@@ -95,10 +95,13 @@ function sendScript(
         keys as string[],
         args as (string | number | Buffer)[],
       ],
+      // The options in the order ioredis's own methods write them: one
+      // object shape for the Command constructor, which V8 otherwise
+      // compiles for one and throws away when the other comes.
       {
-        replyEncoding: 'utf8',
-        keyPrefix,
         errorStack: showFriendlyErrorStack ? new Error() : undefined,
+        keyPrefix,
+        replyEncoding: 'utf8',
       },
     ),
   ) as Promise<unknown>;
