@@ -14,6 +14,7 @@
 // rounds, and ours against the best peer. Options:
 //   --rounds=N (default 5)  --nodes=1,5  --process=cold,warm  --pin=on,off
 //   --keys=distinct,same  --scenarios=seq,par  --libs=a,b  --pairs=N  --no-write
+//   --out=<file> (instead of bench/USER-PATH.md, e.g. for a run on another Node)
 import { spawn } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -154,8 +155,9 @@ function short(lib) {
 const report = renderReport();
 console.log('\n' + report);
 if (!args['no-write']) {
-  writeFileSync(join(here, 'USER-PATH.md'), report);
-  console.log(`written to bench/USER-PATH.md (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+  const out = args.out ? String(args.out) : join(here, 'USER-PATH.md');
+  writeFileSync(out, report);
+  console.log(`written to ${out} (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
 }
 
 function renderReport() {
@@ -171,10 +173,11 @@ function renderReport() {
     `| nodes | pin | process | scenario | keys | ${config.libs.map(short).join(' | ')} | service vs best peer (rate, CPU) | core vs best peer (rate, CPU) |`,
     `|${'---|'.repeat(5)}${config.libs.map(() => '---:|').join('')}---:|---:|`,
   ];
+  const medians = {};
   for (const [cell, rows] of Object.entries(results)) {
-    const med = Object.fromEntries(
+    const med = (medians[cell] = Object.fromEntries(
       Object.entries(rows).map(([lib, r]) => [lib, { rate: median(r.map((x) => x.pairsPerSec)), cpu: median(r.map((x) => x.cpuUsPerPair)), server: median(r.map((x) => x.serverUsPerPair)) }]),
-    );
+    ));
     const bestRate = Math.max(...peers.map((p) => med[p]?.rate ?? 0));
     const bestCpu = Math.min(...peers.map((p) => med[p]?.cpu ?? Infinity));
     const versus = (lib) => (med[lib] ? `${(med[lib].rate / bestRate).toFixed(2)}, ${(med[lib].cpu / bestCpu).toFixed(2)}` : '');
@@ -183,5 +186,48 @@ function renderReport() {
     );
   }
   lines.push('', 'Each library cell: pairs/s / client CPU µs per pair / server CPU µs per pair (all nodes, the job\'s unmeasured pairs included).');
+  lines.push('', ...renderSummary(medians, peers));
   return lines.join('\n') + '\n';
+}
+
+/**
+ * Geometric means over groups of cells, and the control that says how far a
+ * cell can be trusted: each peer against the best of the other peers. A
+ * library level with the best peer scores below 1 against "the best of
+ * several" by the noise alone, as the highest of noisy figures wins.
+ */
+function renderSummary(medians, peers) {
+  const gmean = (v) => Math.exp(v.reduce((a, x) => a + Math.log(x), 0) / v.length);
+  const groups = [...new Set(Object.keys(medians).map((c) => { const [, , proc, scenario] = c.split('|'); return `${scenario}|${proc}`; }))];
+  const cellsOf = (group) => Object.entries(medians).filter(([c]) => { const [, , proc, scenario] = c.split('|'); return `${scenario}|${proc}` === group; }).map(([, m]) => m);
+  const against = (lib, rivals, cells) => {
+    const rates = [];
+    const cpus = [];
+    for (const m of cells) {
+      const there = rivals.filter((p) => m[p]);
+      if (!m[lib] || !there.length) continue;
+      rates.push(m[lib].rate / Math.max(...there.map((p) => m[p].rate)));
+      cpus.push(m[lib].cpu / Math.min(...there.map((p) => m[p].cpu)));
+    }
+    if (!rates.length) return '';
+    return `${gmean(rates).toFixed(2)} (${rates.filter((r) => r < 0.97).length} of ${rates.length} < 0.97), ${gmean(cpus).toFixed(2)}`;
+  };
+  const rows = [...ours.filter((l) => config.libs.includes(l)), ...peers];
+  const lines = [
+    '## Summary',
+    '',
+    'Geometric means over the cells of each group: pairs/s against the best of the rivals (how many cells fall below 0.97), then client CPU per pair against the lowest of theirs. Ours are against every peer. Each peer is against the other peers: the control, which shows what the noise alone does to a library level with the best peer (the highest of several noisy figures wins). Last rows: ours against node-redlock alone.',
+    '',
+    `| library | ${groups.map((g) => g.replace('|', ', ')).join(' | ')} |`,
+    `|---|${groups.map(() => '---:|').join('')}`,
+  ];
+  for (const lib of rows) {
+    const rivals = peers.filter((p) => p !== lib);
+    lines.push(`| ${short(lib)} | ${groups.map((g) => against(lib, rivals, cellsOf(g))).join(' | ')} |`);
+  }
+  // node-redlock is the fastest peer in most cells: ours against it alone.
+  if (peers.includes('redlock'))
+    for (const lib of ours.filter((l) => config.libs.includes(l)))
+      lines.push(`| ${short(lib)} vs redlock | ${groups.map((g) => against(lib, ['redlock'], cellsOf(g))).join(' | ')} |`);
+  return lines;
 }
