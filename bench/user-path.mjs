@@ -198,8 +198,10 @@ function renderReport() {
  */
 function renderSummary(medians, peers) {
   const gmean = (v) => Math.exp(v.reduce((a, x) => a + Math.log(x), 0) / v.length);
-  const groups = [...new Set(Object.keys(medians).map((c) => { const [, , proc, scenario] = c.split('|'); return `${scenario}|${proc}`; }))];
-  const cellsOf = (group) => Object.entries(medians).filter(([c]) => { const [, , proc, scenario] = c.split('|'); return `${scenario}|${proc}` === group; }).map(([, m]) => m);
+  // A cell is `nodes|pin|process|scenario|keys`; a group, `scenario|process`.
+  const groupOf = (cell) => { const [, , proc, scenario] = cell.split('|'); return `${scenario}|${proc}`; };
+  const groups = [...new Set(Object.keys(medians).map(groupOf))];
+  const cellsOf = (group) => Object.entries(medians).filter(([c]) => groupOf(c) === group).map(([, m]) => m);
   const against = (lib, rivals, cells) => {
     const rates = [];
     const cpus = [];
