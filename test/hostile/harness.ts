@@ -1,7 +1,12 @@
 import { afterAll, afterEach, beforeAll, expect } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { isRedlockError, type RedlockError } from 'nestjs-redlock';
+import {
+  isRedlockError,
+  type Redlock,
+  type RedlockError,
+} from 'nestjs-redlock';
 import { scanKeys } from '../../scripts/redis-nodes.mjs';
+import { flushed } from '../utils/nodes.js';
 
 /**
  * The process jest runs in. A test sees a copy of `process` (jest's
@@ -99,12 +104,17 @@ export function noUnhandledRejections(): void {
  * Keys left under `prefixes` on the nodes, except those under `kept`:
  * fencing counters (`<metaPrefix>fence:`) and a FencedStore's records are
  * kept on purpose (docs/fencing.md); anything else a case leaves is a leak.
+ * Looks once every node answered what the open instances of `after` sent:
+ * a release settles when a quorum confirmed it, and the other nodes may
+ * still be working through it.
  */
 export async function leftovers(
+  after: readonly Redlock[],
   nodes: readonly Redis[],
   prefixes: readonly string[],
   kept: readonly string[] = [],
 ): Promise<string[]> {
+  for (const redlock of after) if (!redlock.isClosed) await flushed(redlock);
   const found: string[] = [];
   for (const node of nodes)
     for (const prefix of prefixes)

@@ -76,10 +76,13 @@ describe('hostile resource names (five shared nodes)', () => {
   });
 
   const noneLeft = async () => {
-    await flushed(redlock);
-    await flushed(other);
     expect(
-      await leftovers(nodes, [keyPrefix, metaPrefix], [`${metaPrefix}fence:`]),
+      await leftovers(
+        [redlock, other],
+        nodes,
+        [keyPrefix, metaPrefix],
+        [`${metaPrefix}fence:`],
+      ),
     ).toEqual([]);
   };
 

@@ -10,7 +10,7 @@ import {
   type RedlockOptions,
 } from 'nestjs-redlock';
 import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
-import { closeAll, flushed, uniquePrefix } from '../utils/nodes.js';
+import { closeAll, uniquePrefix } from '../utils/nodes.js';
 import {
   fulfilled,
   leftovers,
@@ -82,9 +82,9 @@ describe('hostile nodes (own redis-server processes)', () => {
     redlocks: Redlock[],
     on: number[] = [0, 1, 2, 3, 4, 5],
   ) => {
-    for (const r of redlocks) if (!r.isClosed) await flushed(r);
     expect(
       await leftovers(
+        redlocks,
         on.map((i) => admin[i]),
         [keyPrefix, metaPrefix],
         [`${metaPrefix}fence:`],
@@ -225,7 +225,11 @@ describe('hostile nodes (own redis-server processes)', () => {
           expect.stringMatching(/^error .*OOM/),
         ]);
       }
-      const keys = await leftovers([admin[5]], [keyPrefix, metaPrefix]);
+      const keys = await leftovers(
+        [redlock],
+        [admin[5]],
+        [keyPrefix, metaPrefix],
+      );
       expect(keys).toEqual([`${keyPrefix}oom-held`]);
     });
 

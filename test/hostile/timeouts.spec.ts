@@ -55,8 +55,9 @@ describe('hostile durations', () => {
     await closeAll(nodes);
   });
   const noneLeft = async () => {
-    await flushed(redlock);
-    expect(await leftovers(nodes, [keyPrefix, metaPrefix])).toEqual([]);
+    expect(await leftovers([redlock], nodes, [keyPrefix, metaPrefix])).toEqual(
+      [],
+    );
   };
 
   describe('module options (new Redlock, RedlockModule.forRoot)', () => {
