@@ -2,6 +2,11 @@ export * from './core/index.js';
 export * from './decorators/index.js';
 export * from './interfaces/index.js';
 export { LockConflictFilter } from './lock-conflict.filter.js';
+export {
+  isLockConflict,
+  lockConflictOf,
+  type LockConflict,
+} from './conflict/lock-conflict.js';
 export { LockInterceptor } from './lock.interceptor.js';
 export { LockService } from './lock.service.js';
 export {

@@ -1,29 +1,45 @@
 import {
   Catch,
+  Optional,
   type ArgumentsHost,
   type ExceptionFilter,
 } from '@nestjs/common';
-import { BaseExceptionFilter, HttpAdapterHost } from '@nestjs/core';
-import { throwError, type Observable } from 'rxjs';
+import {
+  ApplicationConfig,
+  BaseExceptionFilter,
+  HttpAdapterHost,
+} from '@nestjs/core';
+import { throwError } from 'rxjs';
+import { answerGraphQL } from './conflict/graphql-answer.js';
+import { answerHttp } from './conflict/http-answer.js';
+import { conflictOf } from './conflict/lock-conflict.js';
+import { answerRpc } from './conflict/rpc-answer.js';
+import { answerWs } from './conflict/ws-answer.js';
 import { LockNotAcquiredError } from './errors/lock-not-acquired.error.js';
 import { LockServiceUnavailableError } from './errors/lock-service-unavailable.error.js';
-import { retryAfterOf } from './utils/retry-after.js';
+
+/** Nest's metadata key for the classes a filter's `@Catch()` names. */
+const CATCHES = '__filterCatchExceptions__';
 
 /**
- * Answers HTTP requests whose handler could not get its lock with
- * `409 Conflict` (held elsewhere) or `503 Service Unavailable` (a quorum of
- * nodes unreachable, or the app shutting down: `LockNotAcquiredError`, and
- * `LockServiceUnavailableError` for a call refused at shutdown): a JSON body
- * naming the resources and the reason, and a `Retry-After` header (whole
- * seconds: the `retryAfter` of the module or of `@Locked`, else the error's
- * own hint).
- * Nest's default filter would answer 500 and cannot set headers. Registered globally by `RedlockModule`; it catches only
- * `LockNotAcquiredError`, so the app's own filters keep handling the rest,
- * and filters bound to a controller or method still take precedence.
- * Outside HTTP the error goes on unchanged, the way each transport takes
- * it from a filter: for microservices (RPC) as an Observable that errors
- * with it (a filter that throws there leaves the client without a reply
- * until its timeout), elsewhere (GraphQL) rethrown.
+ * Answers a call that could not get its lock (`LockNotAcquiredError`, and
+ * `LockServiceUnavailableError` at shutdown) with a {@link LockConflict},
+ * in the shape of each context:
+ * - HTTP (Express, Fastify): 409 or 503, `Retry-After` in whole seconds,
+ *   the conflict as the JSON body;
+ * - GraphQL: the resolver's error, the conflict in its `extensions`;
+ * - microservices: the RPC error `{ status: 'error', ...conflict }`;
+ * - WebSockets: the `exception` event with the same payload, and the
+ *   acknowledgement when the client asked for one.
+ *
+ * Registered globally by `RedlockModule` (and bound to every WebSocket
+ * gateway, which Nest's global filters do not reach) unless
+ * `conflictFilter: false`. Your own filters come first: one bound to a
+ * controller, resolver, gateway or method, and a global one (`APP_FILTER`,
+ * `useGlobalFilters`) whose `@Catch()` names these errors or `RedlockError`.
+ * It logs nothing: a conflict is an answer, not a failure. Other errors of
+ * the library (`LockKeyError`, a `@Locked` method called outside Nest) go
+ * to the app's own handling.
  *
  * @publicApi
  */
@@ -31,69 +47,63 @@ import { retryAfterOf } from './utils/retry-after.js';
 export class LockConflictFilter implements ExceptionFilter<
   LockNotAcquiredError | LockServiceUnavailableError
 > {
-  constructor(private readonly adapterHost: HttpAdapterHost) {}
+  constructor(
+    @Optional() private readonly adapterHost?: HttpAdapterHost,
+    @Optional() private readonly config?: ApplicationConfig,
+  ) {}
 
   catch(
     error: LockNotAcquiredError | LockServiceUnavailableError,
     host: ArgumentsHost,
-  ): void | Observable<never> {
-    const type = host.getType();
-    if (type === 'rpc') return throwError(() => error);
-    if (type !== 'http') throw error;
-    const { httpAdapter } = this.adapterHost;
-    const reply = replyTo(error);
-    // A @Locked method on an object Nest did not make is a bug: Nest's own
-    // answer (500, logged).
-    if (!reply) return new BaseExceptionFilter(httpAdapter).catch(error, host);
-    const response: unknown = host.switchToHttp().getResponse();
-    const retryAfter = Math.max(1, Math.ceil(reply.retryAfterMs / 1000));
-    httpAdapter.setHeader(response, 'Retry-After', String(retryAfter));
-    const { status, resources, reason } = reply;
-    // The body names the resources, not the Redis nodes: node addresses are
-    // internal and stay in the server's logs.
-    httpAdapter.reply(
-      response,
-      {
-        statusCode: status,
-        error: status === 409 ? 'Conflict' : 'Service Unavailable',
-        message: `${reply.message} Retry after ${retryAfter} s.`,
-        resources,
-        reason,
-      },
-      status,
-    );
+  ): unknown {
+    const own = this.userFilterFor(error);
+    if (own) return own.catch(error, host);
+    const type = host.getType<string>();
+    const conflict = conflictOf(error);
+    if (!conflict) {
+      // A @Locked method on an object Nest did not make is a bug: the
+      // context's own answer to an unknown error.
+      if (type === 'http' && this.adapterHost)
+        return new BaseExceptionFilter(this.adapterHost.httpAdapter).catch(
+          error,
+          host,
+        );
+      return type === 'rpc' ? throwError(() => error) : rethrow(error);
+    }
+    if (type === 'http' && this.adapterHost)
+      return answerHttp(conflict, host, this.adapterHost);
+    if (type === 'graphql') return answerGraphQL(conflict);
+    if (type === 'rpc') return answerRpc(conflict);
+    if (type === 'ws') return answerWs(conflict, host);
+    return rethrow(error);
+  }
+
+  /**
+   * The app's own global filter for `error`, when one names its class (or
+   * a parent) in `@Catch()`: Nest tries global filters last registered
+   * first, and this module registers after the app's root module.
+   */
+  private userFilterFor(error: Error): ExceptionFilter | undefined {
+    const filters = this.config?.getGlobalFilters() ?? [];
+    for (let i = filters.length - 1; i >= 0; i--) {
+      const filter = filters[i];
+      if (filter instanceof LockConflictFilter) continue;
+      const catches: unknown = Reflect.getMetadata(
+        CATCHES,
+        (filter as object).constructor,
+      );
+      if (
+        Array.isArray(catches) &&
+        catches.some(
+          (type) => typeof type === 'function' && error instanceof type,
+        )
+      )
+        return filter;
+    }
+    return undefined;
   }
 }
 
-interface Reply {
-  readonly status: 409 | 503;
-  readonly message: string;
-  readonly resources: readonly string[];
-  readonly reason: string;
-  readonly retryAfterMs: number;
-}
-
-function replyTo(
-  error: LockNotAcquiredError | LockServiceUnavailableError,
-): Reply | undefined {
-  if (error instanceof LockNotAcquiredError)
-    return {
-      status: error.statusCode,
-      message:
-        (error.statusCode === 409
-          ? 'The resource is locked: '
-          : 'The lock service is unavailable for: ') +
-        `${error.resources.join(', ')}.`,
-      resources: error.resources,
-      reason: error.reason,
-      retryAfterMs: retryAfterOf(error),
-    };
-  if (error.reason !== 'shutdown') return undefined;
-  return {
-    status: 503,
-    message: 'The server is shutting down and takes no new locks.',
-    resources: [],
-    reason: 'shutdown',
-    retryAfterMs: 1000,
-  };
+function rethrow(error: Error): never {
+  throw error;
 }

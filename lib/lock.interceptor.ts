@@ -65,6 +65,8 @@ export class LockInterceptor implements NestInterceptor {
       {
         caller: `@LockKey ${meta.method}`,
         skip: meta.options.onNotAcquired === 'skip',
+        onUnavailable: meta.options.onUnavailable,
+        logger: this.service.logger,
         retryAfter: meta.options.retryAfter ?? this.service.retryAfter,
       },
     );

@@ -1,11 +1,19 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { RedlockHealth } from './core/nodes/health.js';
 import type { LockInspection } from './core/operations/inspect.js';
 import type { Lock } from './core/lock.js';
 import { Redlock } from './core/redlock.js';
-import type { AcquireOptions, RunOptions } from './core/config/options.js';
+import type {
+  AcquireOptions,
+  RedlockLogger,
+  RunOptions,
+} from './core/config/options.js';
 import type { RedlockModuleOptions } from './interfaces/redlock-module-options.interface.js';
-import { REDLOCK, REDLOCK_MODULE_OPTIONS } from './redlock.constants.js';
+import {
+  REDLOCK,
+  REDLOCK_LOGGER_CONTEXT,
+  REDLOCK_MODULE_OPTIONS,
+} from './redlock.constants.js';
 import { LockServiceUnavailableError } from './errors/lock-service-unavailable.error.js';
 import { currentLock } from './utils/async-context.js';
 import { adviseRetryAfter, type RetryAfter } from './utils/retry-after.js';
@@ -21,14 +29,17 @@ import { runLocked } from './utils/run-locked.js';
 export class LockService {
   /** The module's `retryAfter`, recorded on the conflicts of this service's calls. */
   readonly retryAfter?: RetryAfter;
+  /** @internal Where skipped calls say why (`onUnavailable: 'warn'`): the module's logger. */
+  readonly logger: RedlockLogger;
 
   constructor(
     @Inject(REDLOCK) readonly redlock: Redlock,
     @Optional()
     @Inject(REDLOCK_MODULE_OPTIONS)
-    options?: Pick<RedlockModuleOptions, 'retryAfter'>,
+    options?: Pick<RedlockModuleOptions, 'retryAfter' | 'logger'>,
   ) {
     this.retryAfter = options?.retryAfter;
+    this.logger = options?.logger ?? new Logger(REDLOCK_LOGGER_CONTEXT);
   }
 
   /** Records the module's `retryAfter` on a conflict, and rethrows it. */

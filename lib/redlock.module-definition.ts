@@ -8,7 +8,8 @@ import { lockSetDefinition } from './redlock.providers.js';
  * useClass | useExisting })`, global unless `isGlobal: false` (like
  * ScheduleModule: `@Locked` methods anywhere in the app must reach the
  * service), with an optional `name` for a lock set of its own (see
- * `lockSetDefinition`). A class given to `useClass` implements
+ * `lockSetDefinition`) and `conflictFilter: false` to answer lock conflicts
+ * with your own filters only (see `LockConflictFilter`). A class given to `useClass` implements
  * `createRedlockOptions()`.
  */
 export const { ConfigurableModuleClass, OPTIONS_TYPE, ASYNC_OPTIONS_TYPE } =
@@ -19,7 +20,11 @@ export const { ConfigurableModuleClass, OPTIONS_TYPE, ASYNC_OPTIONS_TYPE } =
     .setClassMethodName('forRoot')
     .setFactoryMethodName('createRedlockOptions')
     .setExtras(
-      { isGlobal: true, name: undefined as string | undefined },
+      {
+        isGlobal: true,
+        name: undefined as string | undefined,
+        conflictFilter: true,
+      },
       (definition, extras) => lockSetDefinition(definition, extras),
     )
     .build();

@@ -1,5 +1,6 @@
 import { Logger, type DynamicModule, type Provider } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, DiscoveryService } from '@nestjs/core';
+import { bindToGateways } from './conflict/gateway-filters.js';
 import type { RedlockLogger } from './core/config/options.js';
 import { Redlock } from './core/redlock.js';
 import { RedlockConfigError } from './errors/redlock-config.error.js';
@@ -34,7 +35,11 @@ import { retryAfterProblem } from './utils/retry-after.js';
  */
 export function lockSetDefinition(
   definition: DynamicModule,
-  { isGlobal, name }: { isGlobal: boolean; name: string | undefined },
+  {
+    isGlobal,
+    name,
+    conflictFilter = true,
+  }: { isGlobal: boolean; name: string | undefined; conflictFilter?: boolean },
   createRedlock: (options: RedlockModuleOptions) => Redlock = (options) =>
     new Redlock(options),
 ): DynamicModule {
@@ -97,7 +102,7 @@ export function lockSetDefinition(
       useFactory: (service: LockService): LockSet => ({ name, service }),
       inject: [serviceToken],
     },
-    { provide: APP_FILTER, useClass: LockConflictFilter },
+    ...(conflictFilter ? conflictFilterProviders : []),
     LockedExplorer,
   ];
   return {
@@ -112,3 +117,20 @@ export function lockSetDefinition(
     ],
   };
 }
+
+/** Token of the provider that binds `LockConflictFilter` to the app's gateways. */
+const GATEWAY_FILTERS = Symbol('nestjs-redlock:gateway-filters');
+
+/**
+ * The conflict filter, global for HTTP, GraphQL and microservices, and
+ * bound to each WebSocket gateway (which global filters do not reach).
+ */
+const conflictFilterProviders: Provider[] = [
+  { provide: APP_FILTER, useClass: LockConflictFilter },
+  {
+    provide: GATEWAY_FILTERS,
+    useFactory: (discovery: DiscoveryService) =>
+      bindToGateways(discovery, new LockConflictFilter()),
+    inject: [DiscoveryService],
+  },
+];

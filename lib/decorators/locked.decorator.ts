@@ -73,7 +73,7 @@ type LockableMethod = (...args: any[]) => Promise<any> | Observable<any>;
  * @Locked('sku:<dto.items.*.sku>')           // one resource per element, all or nothing
  * @Locked(['order:<id>', 'customer:<dto.customerId>'])
  * @Locked((id: string, dto: OrderDto) => [`order:${id}`, ...dto.tags])
- * @Locked('report', { waitTimeout: 0, onNotAcquired: 'skip' })   // one replica runs the @Cron job
+ * @Locked('report', { waitTimeout: 0, onNotAcquired: 'skip', minHold: 500 })   // one run per @Cron tick
  * ```
  *
  * Works on methods of any Nest-created provider or controller, above or
@@ -192,6 +192,8 @@ function invoke(
   const lockedCall = {
     caller: `@Locked ${meta.method}`,
     skip: meta.options.onNotAcquired === 'skip',
+    onUnavailable: meta.options.onUnavailable,
+    logger: service.logger,
     retryAfter: meta.options.retryAfter ?? service.retryAfter,
   };
   const call = () => Reflect.apply(original, thisArg, args) as unknown;

@@ -44,9 +44,13 @@ export class LockNotAcquiredError extends RedlockError {
     /** A hint, in ms, of when trying again may succeed (the holder's remaining lease when known). */
     readonly retryAfter: number,
   ) {
+    const names = resources.map((r) => `"${r}"`).join(', ');
     super(
-      `Could not acquire lock on ${resources.map((r) => `"${r}"`).join(', ')} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ` +
-        `${REASONS[reason]} [${describeVotes(nodes)}]`,
+      attempts === 0 && nodes.length === 0 && reason === 'busy'
+        ? // Its turn never came in this process's queue: no node was asked.
+          `Could not acquire lock on ${names}: held by another call in this process until the wait ended (no Redis node was asked)`
+        : `Could not acquire lock on ${names} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ` +
+            `${REASONS[reason]} [${describeVotes(nodes)}]`,
     );
     // An own field, not a getter: transports that serialise errors (RPC)
     // carry own fields only.

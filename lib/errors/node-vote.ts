@@ -5,6 +5,8 @@
  * - `busy`: another holder's value is on the node (acquire), or our value is
  *   gone (extend).
  * - `timeout`: no answer within `nodeTimeout`.
+ * - `pending`: no answer yet when the other nodes had decided the outcome
+ *   (a quorum answered first); not a sign of trouble.
  * - `error`: the request failed (connection refused, closed, script error…).
  * - `quarantined`: the node granted, but it restarted less than
  *   `restartQuarantine` ago, or (with `clockMonitor`) its clock ran fast
@@ -14,7 +16,7 @@
  * @publicApi
  */
 export type NodeOutcome =
-  'granted' | 'busy' | 'timeout' | 'error' | 'quarantined';
+  'granted' | 'busy' | 'timeout' | 'pending' | 'error' | 'quarantined';
 
 /**
  * One node's answer, named by `host:port` (never with credentials).

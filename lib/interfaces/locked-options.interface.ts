@@ -15,16 +15,33 @@ export type LockedKey =
   string | readonly string[] | ((...args: any[]) => string | readonly string[]);
 
 /**
- * What a `@Locked` method does when its lock cannot be acquired within
+ * What a `@Locked` method does when its lock is held by someone else after
  * `waitTimeout`:
  * - `'throw'` (default): the call rejects with `LockNotAcquiredError`
  *   (HTTP 409 in a controller).
  * - `'skip'`: the call resolves `undefined` without running the method (the
- *   "only one replica runs this @Cron job" case; set `waitTimeout: 0`).
+ *   "only one replica runs this @Cron job" case; set `waitTimeout: 0`, and
+ *   `minHold` for once per tick). Only when the resources are held (reason
+ *   `busy`) or the app is shutting down: an outage (a quorum of nodes
+ *   unreachable, or no validity left) still rejects, see
+ *   {@link OnUnavailable}. Never in a queue processor: the job would count
+ *   as done (docs/contexts.md).
  *
  * @publicApi
  */
 export type OnNotAcquired = 'throw' | 'skip';
+
+/**
+ * With `onNotAcquired: 'skip'`, what a call does when the lock service
+ * could not decide (reasons `unreachable` and `expired`):
+ * - `'throw'` (default): rejects with `LockNotAcquiredError`, so an outage
+ *   never looks like "someone else is on it";
+ * - `'warn'`: logs one warning with the cause (the module's logger) and
+ *   resolves `undefined` without running the method.
+ *
+ * @publicApi
+ */
+export type OnUnavailable = 'throw' | 'warn';
 
 /**
  * Options of `@Locked` and `@LockKey`; each overrides the module's.
@@ -48,6 +65,15 @@ export interface LockedOptions {
   maxHold?: number;
   /** See {@link OnNotAcquired}. Default `'throw'`. */
   onNotAcquired?: OnNotAcquired;
+  /** See {@link OnUnavailable}. Default `'throw'`. */
+  onUnavailable?: OnUnavailable;
+  /**
+   * Shortest time in ms the lock is held from the start of the call, even
+   * when the method returns sooner (it returns at once; the lock is
+   * released later): once per tick for scheduled jobs on several replicas.
+   * Default 0.
+   */
+  minHold?: number;
   /**
    * Give the lock a fencing token (`LockService.current()?.fencingToken`),
    * at the cost of one more round trip per acquire. Default: the module's

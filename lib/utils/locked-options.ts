@@ -5,10 +5,16 @@ import type { LockedOptions } from '../interfaces/locked-options.interface.js';
 import { retryAfterProblem } from './retry-after.js';
 
 const POSITIVE = ['ttl', 'nodeTimeout', 'maxHold'] as const;
-const NON_NEGATIVE = ['waitTimeout', 'retryDelay', 'retryJitter'] as const;
+const NON_NEGATIVE = [
+  'waitTimeout',
+  'retryDelay',
+  'retryJitter',
+  'minHold',
+] as const;
 const CHOICES = {
   onLockLost: ON_LOCK_LOST,
   onNotAcquired: ['throw', 'skip'],
+  onUnavailable: ['throw', 'warn'],
   fencing: [true, false],
 } as const;
 const KNOWN = new Set<string>([
@@ -59,11 +65,12 @@ export function checkLockedOptions(options: unknown): string[] {
   return problems;
 }
 
-/** The options the core's `run` understands (all but `onNotAcquired`, `lockSet` and `retryAfter`). */
+/** The options the core's `run` understands (all but the Nest-only ones). */
 export function toRunOptions({
   onNotAcquired: _,
-  lockSet: __,
-  retryAfter: ___,
+  onUnavailable: __,
+  lockSet: ___,
+  retryAfter: ____,
   ...rest
 }: LockedOptions): RunOptions {
   return rest;

@@ -4,6 +4,7 @@ import type { RunOptions } from '../core/config/options.js';
 import { normalizeResources } from '../core/config/resources.js';
 import { checkRunOptions } from '../core/config/call-options.js';
 import type { LockLostError } from '../errors/lock-lost.error.js';
+import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error.js';
 import { LockServiceUnavailableError } from '../errors/lock-service-unavailable.error.js';
 import { isRedlockError } from '../errors/redlock.error.js';
 import { heldBy, lockContext, type LockFrame } from './async-context.js';
@@ -20,6 +21,12 @@ export interface LockedCall {
   readonly skip?: boolean;
   /** Recorded on the conflict that rejects the call (for the HTTP answer). */
   readonly retryAfter?: RetryAfter;
+  /**
+   * With `skip`, when the nodes could not decide (`unreachable`,
+   * `expired`): reject (default), or warn through `logger` and skip.
+   */
+  readonly onUnavailable?: 'throw' | 'warn';
+  readonly logger?: { warn(message: string): void };
 }
 
 /**
@@ -38,8 +45,9 @@ export async function runLocked<T>(
   resources: string | string[],
   fn: (lock: Lock) => T | Promise<T>,
   options: RunOptions | undefined,
-  { caller, skip = false, retryAfter }: LockedCall,
+  call: LockedCall,
 ): Promise<T | typeof SKIPPED> {
+  const { caller, skip = false, retryAfter } = call;
   const names = normalizeResources(resources);
   checkRunOptions(options);
   const held = heldBy(redlock, names);
@@ -65,7 +73,7 @@ export async function runLocked<T>(
       lock = await redlock.acquire(rest, options);
     } catch (error) {
       leave();
-      if (skip && isRedlockError(error, 'LockNotAcquiredError')) return SKIPPED;
+      if (skip && skips(error, call)) return SKIPPED;
       adviseRetryAfter(error, retryAfter);
       throw error;
     }
@@ -90,6 +98,20 @@ export async function runLocked<T>(
     throw (lostJoined.lock.signal.reason as LockLostError).withOutcome(outcome);
   if (outcome.status === 'rejected') throw outcome.reason;
   return outcome.value;
+}
+
+/**
+ * Whether a `skip` call skips on `error`: when someone else holds the
+ * resources, or the instance closed meanwhile; on an outage only with
+ * `onUnavailable: 'warn'`, after saying so.
+ */
+function skips(error: unknown, call: LockedCall): boolean {
+  if (!isRedlockError(error, 'LockNotAcquiredError')) return false;
+  const { reason } = error as LockNotAcquiredError;
+  if (reason === 'busy' || reason === 'closed') return true;
+  if (call.onUnavailable !== 'warn') return false;
+  call.logger?.warn(`${call.caller} was skipped: ${(error as Error).message}`);
+  return true;
 }
 
 /** Runs `fn` in a new frame; once it settled, waits for joined calls, then closes the frame. */

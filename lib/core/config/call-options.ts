@@ -1,5 +1,5 @@
 import { RedlockConfigError } from '../../errors/redlock-config.error.js';
-import { requirePositive, show } from '../util/validate.js';
+import { requireNonNegative, requirePositive, show } from '../util/validate.js';
 import { ON_LOCK_LOST } from './defaults.js';
 import type { RunOptions, WatchdogOptions } from './options.js';
 
@@ -23,7 +23,7 @@ export function checkWatchdogOptions(
 
 /**
  * Checks the options of `using()` / `run()` that the acquire does not read
- * (`maxHold`, `onLockLost`), so that bad ones fail before anything is
+ * (`maxHold`, `minHold`, `onLockLost`), so that bad ones fail before anything is
  * acquired: a misspelt `onLockLost` would otherwise mean `'ignore'`.
  */
 export function checkRunOptions(
@@ -31,6 +31,8 @@ export function checkRunOptions(
   prefix = 'options.',
 ): void {
   checkWatchdogOptions({ maxHold: options?.maxHold }, prefix);
+  if (options?.minHold !== undefined)
+    requireNonNegative(`${prefix}minHold`, options.minHold);
   const onLockLost: unknown = options?.onLockLost;
   if (
     onLockLost !== undefined &&

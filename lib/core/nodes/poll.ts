@@ -205,7 +205,7 @@ class Poll extends Deadline implements Tally {
     if (outcome === 'granted') this.granted++;
     else if (outcome === 'busy') this.busy++;
     else this.failed++;
-    if (this.pending === 0 || this.isDecided(this)) this.finish();
+    if (this.pending === 0 || this.isDecided(this)) this.finish(false);
   }
 
   /**
@@ -219,25 +219,26 @@ class Poll extends Deadline implements Tally {
     if (this.done) return;
     const now = performance.now();
     const { nodes, timeoutMs } = this;
-    if (now >= this.end) return this.finish();
+    if (now >= this.end) return this.finish(true);
     let wait = now - this.at > timeoutMs / 2;
     for (let i = 0; i < nodes.length && !wait; i++)
       wait =
         this.ballots[i] === undefined &&
         nodes[i].lastAnswer > this.checkedAfter;
-    if (!wait) return this.finish();
+    if (!wait) return this.finish(true);
     this.checkedAfter = answerSequence;
     this.at = Math.min(now + timeoutMs, this.end);
     deadlines.add(this);
   }
 
-  private finish(): void {
+  /** Settles; nodes that did not answer timed out, or were still `pending` when the others decided. */
+  private finish(timedOut: boolean): void {
     if (this.done) return;
     this.done = true;
     deadlines.delete(this);
     const ballots = this.ballots;
     for (let i = 0; i < ballots.length; i++)
-      ballots[i] ??= this.nodes[i].unanswered();
+      ballots[i] ??= this.nodes[i].unanswered(timedOut);
     this.resolve(ballots as Ballot[]);
   }
 }

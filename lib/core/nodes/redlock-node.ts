@@ -36,14 +36,15 @@ export class RedlockNode {
   private connectionError?: string;
 
   /**
-   * The vote of this node when a request got no answer in time: a
-   * `timeout`, or the connection's failure while it is down (ioredis holds
-   * requests while it reconnects, so they time out before they fail).
+   * The vote of this node when a request got no answer: the connection's
+   * failure while it is down (ioredis holds requests while it reconnects,
+   * so they time out before they fail); else a `timeout` once the node
+   * timeout passed, or `pending` when the other nodes decided sooner.
    */
-  unanswered(): NodeVote {
+  unanswered(timedOut: boolean): NodeVote {
     if (this.connectionError !== undefined && this.client.status !== 'ready')
       return { node: this.name, outcome: 'error', error: this.connectionError };
-    return { node: this.name, outcome: 'timeout' };
+    return { node: this.name, outcome: timedOut ? 'timeout' : 'pending' };
   }
 
   /**

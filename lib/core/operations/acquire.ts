@@ -70,7 +70,8 @@ async function afterLocalTurn(
       0,
       'busy',
       [],
-      holder?.remaining() || timing.retryDelay,
+      // The holder may still be acquiring: it will hold for a `ttl`.
+      holder?.remaining() || timing.ttl,
     );
   }
   return inTurn(ctx, call, giveUpAt, true, trace);
@@ -201,7 +202,8 @@ async function acquireInTurn(
         return result.lock;
       }
       const remaining = giveUpAt - ctx.clock.now();
-      if (remaining <= 0) throw notAcquired(ctx, resources, attempts, result);
+      if (remaining <= 0)
+        throw notAcquired(ctx, resources, attempts, result, timing.ttl);
       ctx.stats.retries++;
       const lock = await awaitTurn(ctx, waiter, {
         attempt: attempts,

@@ -57,5 +57,5 @@ export function notAcquiredOnce(
   call: AcquireCall,
   result: AttemptResult,
 ): never {
-  throw notAcquired(ctx, call.resources, 1, result);
+  throw notAcquired(ctx, call.resources, 1, result, call.timing.ttl);
 }

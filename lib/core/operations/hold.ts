@@ -23,7 +23,7 @@ export async function hold<T>(
 ): Promise<T> {
   checkRunOptions(options);
   // quit() gives the run `shutdownTimeout` to finish, its release included.
-  const running = run(ctx, lock, fn, options?.maxHold);
+  const running = run(ctx, lock, fn, options?.maxHold, options?.minHold);
   ctx.runs.add(running);
   let outcome: PromiseSettledResult<T>;
   try {
@@ -43,14 +43,18 @@ export async function hold<T>(
 
 /**
  * `fn(lock)` with the watchdog on, then the release: `fn`'s outcome,
- * whether it returns, resolves, throws or rejects.
+ * whether it returns, resolves, throws or rejects. Before `minHold` has
+ * passed since the start, the release waits in the background, the
+ * watchdog still on, and the outcome is given at once.
  */
 async function run<T>(
   ctx: HoldContext,
   lock: Lock,
   fn: (lock: Lock) => T | Promise<T>,
   maxHold: number | undefined,
+  minHold: number | undefined,
 ): Promise<PromiseSettledResult<T>> {
+  const started = performance.now();
   const stopWatchdog = ctx.keepAlive.watch(lock, {
     maxHold,
     onLost: (error) => ctx.logger.warn(error.message),
@@ -61,7 +65,14 @@ async function run<T>(
   } catch (error) {
     outcome = { status: 'rejected', reason: error };
   }
-  stopWatchdog();
-  await lock.release();
+  const rest = (minHold ?? 0) - (performance.now() - started);
+  const release = () => {
+    stopWatchdog();
+    return lock.release();
+  };
+  if (rest > 0 && !lock.isLost && !lock.isReleased)
+    // Not awaited by quit(): it releases every lock still held at once.
+    setTimeout(() => void release(), rest).unref();
+  else await release();
   return outcome;
 }

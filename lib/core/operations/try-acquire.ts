@@ -49,5 +49,5 @@ function nullIfBusy(
   result: AttemptResult,
 ): null {
   if (result.reason === 'busy') return null;
-  throw notAcquired(ctx, call.resources, 1, result);
+  throw notAcquired(ctx, call.resources, 1, result, call.timing.ttl);
 }
