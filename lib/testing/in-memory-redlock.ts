@@ -151,6 +151,8 @@ export class InMemoryRedlock implements LockOperations {
         },
         logger: this.logger,
         runs: this.runs,
+        clock: this.clock,
+        later: (delay, fire) => void this.schedule(delay, fire),
       },
       lock,
       fn,

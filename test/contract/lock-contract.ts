@@ -70,6 +70,13 @@ class JobsService {
     this.cronRuns++;
     return 'ran';
   }
+
+  @Locked('tick', { waitTimeout: 0, onNotAcquired: 'skip', minHold: 1500 })
+  async tick(): Promise<string> {
+    await sleep(0);
+    this.cronRuns++;
+    return 'ran';
+  }
 }
 
 @Controller('orders')
@@ -171,6 +178,21 @@ export function describeLockContract(
       await held.release();
       await expect(jobs.cron()).resolves.toBe('ran');
       expect(jobs.cronRuns).toBe(1);
+    });
+
+    it('minHold keeps the lock after a short call returned, then lets it go', async () => {
+      // The call returns at once (the clock does not move), the lock stays.
+      await expect(jobs.tick()).resolves.toBe('ran');
+      await expect(jobs.tick()).resolves.toBeUndefined();
+      expect(await locks.tryAcquire('tick')).toBeNull();
+      expect(jobs.cronRuns).toBe(1);
+      await harness.advance(1600);
+      await expect(jobs.tick()).resolves.toBe('ran');
+      expect(jobs.cronRuns).toBe(2);
+      // Without minHold, the next call runs as soon as the first returned.
+      await jobs.cron();
+      await jobs.cron();
+      expect(jobs.cronRuns).toBe(4);
     });
 
     it('answers 409 with Retry-After over HTTP while the lock is held', async () => {

@@ -12,7 +12,9 @@ import type { Lock } from '../lock.js';
  */
 export type HoldContext = {
   readonly keepAlive: Pick<RedlockContext['keepAlive'], 'watch'>;
-} & Pick<RedlockContext, 'logger' | 'runs'>;
+  /** Calls `fire` after `delay` ms of `clock` (default: an unref'd timer). */
+  readonly later?: (delay: number, fire: () => void) => void;
+} & Pick<RedlockContext, 'logger' | 'runs' | 'clock'>;
 
 /** See `Redlock.hold`: `fn` runs under `lock`, kept alive by the watchdog, then the lock is released. */
 export async function hold<T>(
@@ -54,7 +56,7 @@ async function run<T>(
   maxHold: number | undefined,
   minHold: number | undefined,
 ): Promise<PromiseSettledResult<T>> {
-  const started = performance.now();
+  const started = ctx.clock.now();
   const stopWatchdog = ctx.keepAlive.watch(lock, {
     maxHold,
     onLost: (error) => ctx.logger.warn(error.message),
@@ -65,14 +67,18 @@ async function run<T>(
   } catch (error) {
     outcome = { status: 'rejected', reason: error };
   }
-  const rest = (minHold ?? 0) - (performance.now() - started);
+  const rest = (minHold ?? 0) - (ctx.clock.now() - started);
   const release = () => {
     stopWatchdog();
     return lock.release();
   };
   if (rest > 0 && !lock.isLost && !lock.isReleased)
     // Not awaited by quit(): it releases every lock still held at once.
-    setTimeout(() => void release(), rest).unref();
+    (ctx.later ?? later)(rest, () => void release());
   else await release();
   return outcome;
+}
+
+function later(delay: number, fire: () => void): void {
+  setTimeout(fire, delay).unref();
 }
