@@ -15,9 +15,9 @@ class Jobs {
   runs = 0;
 
   @Locked('report', { waitTimeout: 0, onNotAcquired: 'skip' })
-  async report(): Promise<string> {
+  report(): Promise<string> {
     this.runs++;
-    return 'ran';
+    return Promise.resolve('ran');
   }
 
   @Locked('report', {
@@ -25,9 +25,9 @@ class Jobs {
     onNotAcquired: 'skip',
     onUnavailable: 'warn',
   })
-  async reportOrWarn(): Promise<string> {
+  reportOrWarn(): Promise<string> {
     this.runs++;
-    return 'ran';
+    return Promise.resolve('ran');
   }
 }
 
