@@ -11,6 +11,7 @@ export interface LockOperations {
   readonly clock: Clock;
   extendLock(lock: Lock, ttl: number | undefined): Promise<void>;
   releaseLock(lock: Lock): Promise<ReleaseResult>;
+  leaveLock(lock: Lock, ms: number): Promise<ReleaseResult>;
 }
 
 /**
@@ -148,6 +149,16 @@ export class Lock {
    */
   release(): Promise<ReleaseResult> {
     this.released ??= this.ops.releaseLock(this);
+    return this.released;
+  }
+
+  /**
+   * @internal Lets the lock go without deleting its keys: their lease is
+   * cut to `ms` and they expire by themselves (`minHold`). Counts as the
+   * release: `release()` afterwards returns the same result.
+   */
+  letExpire(ms: number): Promise<ReleaseResult> {
+    this.released ??= this.ops.leaveLock(this, ms);
     return this.released;
   }
 

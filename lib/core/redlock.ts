@@ -28,6 +28,7 @@ import { extendLock, extendMany } from './operations/extend.js';
 import { hold } from './operations/hold.js';
 import { inspect, type LockInspection } from './operations/inspect.js';
 import { health, openContext, quit, ready } from './operations/lifecycle.js';
+import { leaveLock } from './operations/leave.js';
 import { releaseLock } from './operations/release.js';
 import { tryAcquire } from './operations/try-acquire.js';
 import type { Clock } from './util/clock.js';
@@ -257,6 +258,12 @@ export class Redlock implements LockOperations {
   }
 
   /** @internal Called by `Lock.release`. */
+  /** @internal Called by `Lock.letExpire`. */
+  leaveLock(lock: Lock, ms: number): Promise<ReleaseResult> {
+    return leaveLock(this.ctx, lock, ms);
+  }
+
+  /** @internal */
   releaseLock(lock: Lock): Promise<ReleaseResult> {
     if (!channels.release.hasSubscribers) return releaseLock(this.ctx, lock);
     return traceRelease(lock, () => releaseLock(this.ctx, lock));

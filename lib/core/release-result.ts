@@ -31,6 +31,12 @@ export interface ReleaseResult {
    * (which sends them first) leaves the keys to expire with the lease.
    */
   readonly deferred?: boolean;
+  /**
+   * Set when the lock was let go with its keys left to expire (`minHold`):
+   * the ms they live on, once a quorum took the shorter lease. `released`
+   * is false: nothing was deleted.
+   */
+  readonly expiresIn?: number;
   /** Each node's answer (`granted`: our keys were there and are deleted; `busy`: they were gone already). */
   readonly nodes: readonly NodeVote[];
 }

@@ -69,9 +69,9 @@ export interface LockedOptions {
   onUnavailable?: OnUnavailable;
   /**
    * Shortest time in ms the lock is held from the start of the call, even
-   * when the method returns sooner (it returns at once; the lock is
-   * released later): once per tick for scheduled jobs on several replicas.
-   * Default 0.
+   * when the method returns sooner (it returns then; the lock's keys are
+   * left to expire at `minHold`, also across a shutdown): once per tick
+   * for scheduled jobs on several replicas. Default 0.
    */
   minHold?: number;
   /**

@@ -152,7 +152,6 @@ export class InMemoryRedlock implements LockOperations {
         logger: this.logger,
         runs: this.runs,
         clock: this.clock,
-        later: (delay, fire) => void this.schedule(delay, fire),
       },
       lock,
       fn,
@@ -240,6 +239,19 @@ export class InMemoryRedlock implements LockOperations {
     return Promise.resolve();
   }
 
+  /** @internal Called by `Lock.letExpire`: the entry lives `ms` more, unheld. */
+  leaveLock(lock: Lock, ms: number): Promise<ReleaseResult> {
+    const now = this.clock.now();
+    const expired = now >= lock.deadline;
+    const kept = this.store.extend(lock, now + ms, now);
+    return Promise.resolve({
+      released: false,
+      expired,
+      expiresIn: kept ? Math.ceil(ms) : undefined,
+      nodes: [{ node: NODE, outcome: kept ? 'granted' : 'busy' }],
+    });
+  }
+
   /** @internal Called by `Lock.release`. */
   releaseLock(lock: Lock): Promise<ReleaseResult> {
     const now = this.clock.now();
@@ -273,6 +285,8 @@ export class InMemoryRedlock implements LockOperations {
     if (this.runs.size > 0)
       await settledWithin(this.runs, this.config.shutdownTimeout);
     for (const lock of this.store.held(this.clock.now())) {
+      // Let go already, left to expire (`minHold`).
+      if (lock.isReleased) continue;
       lock.markLost(
         'the instance shut down (quit(), or the application closing) while it was held; it was released',
       );

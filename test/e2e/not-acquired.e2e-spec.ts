@@ -29,6 +29,12 @@ class Jobs {
     this.runs++;
     return Promise.resolve('ran');
   }
+
+  @Locked('tick', { waitTimeout: 0, onNotAcquired: 'skip', minHold: 3000 })
+  tick(): Promise<string> {
+    this.runs++;
+    return Promise.resolve('ran');
+  }
 }
 
 // What a failed acquire says, and what skip does with it: on servers of
@@ -104,6 +110,40 @@ describe('when the lock is not acquired (own 5 servers)', () => {
     }
     await held.release();
     await Promise.all([a.quit(), b.quit()]);
+  });
+
+  it('minHold leaves the keys to expire with the rest of it, also across a shutdown', async () => {
+    const boot = async () => {
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          RedlockModule.forRoot({
+            clients: servers.map((s) => s.url),
+            keyPrefix: prefix,
+            logger: quiet,
+          }),
+        ],
+        providers: [Jobs],
+      }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      await app.init();
+      return app;
+    };
+    const [a, b] = await Promise.all([boot(), boot()]);
+    const started = performance.now();
+    await expect(a.get(Jobs).tick()).resolves.toBe('ran');
+    // A rolling restart: the replica that ran the tick closes at once.
+    await a.close();
+    const clients = servers.map((s) => s.client());
+    const ttls = await Promise.all(clients.map((c) => c.pttl(`${prefix}tick`)));
+    const elapsed = performance.now() - started;
+    for (const ttl of ttls) {
+      // Still there, with what is left of minHold, not the 10 s lease.
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(3000 - elapsed + 5);
+    }
+    await expect(b.get(Jobs).tick()).resolves.toBeUndefined();
+    await b.close();
+    await Promise.all(clients.map((c) => c.quit()));
   });
 
   describe('skip with the nodes down', () => {

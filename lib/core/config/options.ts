@@ -106,9 +106,9 @@ export interface RunOptions extends AcquireOptions {
   maxHold?: number;
   /**
    * Shortest time, in ms, the lock is held from the start of the work: when
-   * the work ends sooner, the call settles at once and the lock is
-   * released in the background once `minHold` has passed (the watchdog
-   * keeps it meanwhile; `quit()` releases it sooner). For scheduled jobs
+   * the work ends sooner, its keys are not deleted but their lease is cut
+   * to what is left of `minHold`, and they expire by themselves (also when
+   * the process stops: `quit()` leaves them). For scheduled jobs
    * that must run once per tick on several replicas whose clocks and
    * timers differ: a lock released when a 10 ms job ends lets a replica
    * that ticks 50 ms later run the same tick again. Ignored by a call

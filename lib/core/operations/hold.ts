@@ -12,8 +12,6 @@ import type { Lock } from '../lock.js';
  */
 export type HoldContext = {
   readonly keepAlive: Pick<RedlockContext['keepAlive'], 'watch'>;
-  /** Calls `fire` after `delay` ms of `clock` (default: an unref'd timer). */
-  readonly later?: (delay: number, fire: () => void) => void;
 } & Pick<RedlockContext, 'logger' | 'runs' | 'clock'>;
 
 /** See `Redlock.hold`: `fn` runs under `lock`, kept alive by the watchdog, then the lock is released. */
@@ -46,8 +44,8 @@ export async function hold<T>(
 /**
  * `fn(lock)` with the watchdog on, then the release: `fn`'s outcome,
  * whether it returns, resolves, throws or rejects. Before `minHold` has
- * passed since the start, the release waits in the background, the
- * watchdog still on, and the outcome is given at once.
+ * passed since the start, the keys are left to expire at `minHold`
+ * instead of being deleted (see `leaveLock`).
  */
 async function run<T>(
   ctx: HoldContext,
@@ -67,18 +65,9 @@ async function run<T>(
   } catch (error) {
     outcome = { status: 'rejected', reason: error };
   }
+  stopWatchdog();
   const rest = (minHold ?? 0) - (ctx.clock.now() - started);
-  const release = () => {
-    stopWatchdog();
-    return lock.release();
-  };
-  if (rest > 0 && !lock.isLost && !lock.isReleased)
-    // Not awaited by quit(): it releases every lock still held at once.
-    (ctx.later ?? later)(rest, () => void release());
-  else await release();
+  if (rest > 0 && !lock.isLost && !lock.isReleased) await lock.letExpire(rest);
+  else await lock.release();
   return outcome;
-}
-
-function later(delay: number, fire: () => void): void {
-  setTimeout(fire, delay).unref();
 }

@@ -88,7 +88,7 @@ async function renewOrRelease(
  * that leaves late (held back, or after a renewal) would otherwise meet
  * closed connections and leave the keys until their lease ends.
  */
-function awaitedByQuit(
+export function awaitedByQuit(
   ctx: RedlockContext,
   release: Promise<ReleaseResult>,
 ): Promise<ReleaseResult> {
