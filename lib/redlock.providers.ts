@@ -22,6 +22,16 @@ import {
   REDLOCK_MODULE_OPTIONS,
 } from './redlock.constants.js';
 import { retryAfterProblem } from './utils/retry-after.js';
+import {
+  REDLOCK_OPTIONS,
+  refuseUnknownOptions,
+} from './core/config/option-names.js';
+
+/** The names `forRoot` and a `forRootAsync` factory take: the core's and `retryAfter`. */
+const MODULE_OPTIONS = [
+  ...REDLOCK_OPTIONS,
+  'retryAfter',
+] as const satisfies readonly (keyof RedlockModuleOptions)[];
 
 /**
  * The providers of one `RedlockModule` import: a lock set with its own
@@ -74,6 +84,7 @@ export function lockSetDefinition(
       // Not connected yet: see RedlockModule.onModuleInit.
       useFactory: (options: RedlockModuleOptions, logger: RedlockLogger) => {
         // The module's own option: the core knows nothing of HTTP.
+        refuseUnknownOptions(options, MODULE_OPTIONS, '');
         const { retryAfter, ...core } = options ?? {};
         const problem = retryAfterProblem(retryAfter);
         if (problem) throw new RedlockConfigError('retryAfter', problem);

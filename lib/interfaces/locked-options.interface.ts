@@ -1,4 +1,4 @@
-import type { OnLockLost } from '../core/config/options.js';
+import type { RunOptions } from '../core/config/options.js';
 import type { RetryAfter } from '../utils/retry-after.js';
 
 /**
@@ -44,43 +44,17 @@ export type OnNotAcquired = 'throw' | 'skip';
 export type OnUnavailable = 'throw' | 'warn';
 
 /**
- * Options of `@Locked` and `@LockKey`; each overrides the module's.
+ * Options of `@Locked` and `@LockKey`; each overrides the module's: the
+ * options of `LockService.run()` (but `signal`: a decorated method has no
+ * caller to abort it) and the ones below, which only Nest has.
  *
  * @publicApi
  */
-export interface LockedOptions {
-  /** Lease in ms, extended every third of it while the method runs. */
-  ttl?: number;
-  /** How long to wait for a held lock, in ms; 0 = one attempt. */
-  waitTimeout?: number;
-  /** Base delay between attempts, in ms. */
-  retryDelay?: number;
-  /** Random extra delay, 0 to this many ms, added to `retryDelay`. */
-  retryJitter?: number;
-  /** How long one request to one node may take, in ms (below `ttl`). */
-  nodeTimeout?: number;
-  /** See `OnLockLost`. Default `'throw'`. */
-  onLockLost?: OnLockLost;
-  /** Longest time in ms the watchdog keeps the lock alive; then it counts as lost. */
-  maxHold?: number;
+export interface LockedOptions extends Omit<RunOptions, 'signal'> {
   /** See {@link OnNotAcquired}. Default `'throw'`. */
   onNotAcquired?: OnNotAcquired;
   /** See {@link OnUnavailable}. Default `'throw'`. */
   onUnavailable?: OnUnavailable;
-  /**
-   * Shortest time in ms the lock is held from the start of the call, even
-   * when the method returns sooner (it returns then; the lock's keys are
-   * left to expire at `minHold`, also across a shutdown): once per tick
-   * for scheduled jobs on several replicas. Default 0.
-   */
-  minHold?: number;
-  /**
-   * Give the lock a fencing token (`LockService.current()?.fencingToken`),
-   * at the cost of one more round trip per acquire. Default: the module's
-   * `fencing` option. A nested call that joins a held lock sees that lock's
-   * token.
-   */
-  fencing?: boolean;
   /**
    * The lock set to lock with: the `name` of a `RedlockModule.forRoot({
    * name, ... })` import (its own Redis nodes and options). Default: the

@@ -1,5 +1,7 @@
 import type { RunOptions } from '../core/config/options.js';
 import { ON_LOCK_LOST } from '../core/config/defaults.js';
+import { CALL_OPTIONS } from '../core/config/option-names.js';
+import { closest } from '../core/util/closest.js';
 import { durationProblem, show } from '../core/util/validate.js';
 import type { LockedOptions } from '../interfaces/locked-options.interface.js';
 import { retryAfterProblem } from './retry-after.js';
@@ -17,13 +19,27 @@ const CHOICES = {
   onUnavailable: ['throw', 'warn'],
   fencing: [true, false],
 } as const;
-const KNOWN = new Set<string>([
-  ...POSITIVE,
-  ...NON_NEGATIVE,
-  ...Object.keys(CHOICES),
+/** The options only Nest has, beside the core's call options. */
+const NEST_ONLY = [
+  'onNotAcquired',
+  'onUnavailable',
   'lockSet',
   'retryAfter',
-]);
+] as const satisfies readonly (keyof LockedOptions)[];
+/** Every name `@Locked` and `@LockKey` take: the core's call options but `signal`, and Nest's. */
+export const LOCKED_OPTIONS: readonly (keyof LockedOptions)[] = [
+  ...CALL_OPTIONS.filter(
+    (name): name is Exclude<typeof name, 'signal'> => name !== 'signal',
+  ),
+  ...NEST_ONLY,
+];
+const complete: Exclude<
+  keyof LockedOptions,
+  (typeof CALL_OPTIONS)[number] | (typeof NEST_ONLY)[number]
+> extends never
+  ? true
+  : never = true;
+void complete;
 
 /** Problems with per-decorator options, each naming the field (`options.ttl …`). */
 export function checkLockedOptions(options: unknown): string[] {
@@ -33,10 +49,12 @@ export function checkLockedOptions(options: unknown): string[] {
   const o = options as Record<string, unknown>;
   const problems: string[] = [];
   for (const field of Object.keys(o))
-    if (!KNOWN.has(field))
+    if (!(LOCKED_OPTIONS as readonly string[]).includes(field)) {
+      const near = closest(field, LOCKED_OPTIONS);
       problems.push(
-        `options.${field} is not an option (known: ${[...KNOWN].join(', ')})`,
+        `options.${field}: '${field}' is not an option${near ? `; did you mean '${near}'?` : ''} (known: ${LOCKED_OPTIONS.join(', ')})`,
       );
+    }
   const durations = [
     ...POSITIVE.map((field) => [field, 'positive'] as const),
     ...NON_NEGATIVE.map((field) => [field, 'non-negative'] as const),

@@ -325,7 +325,8 @@ describe('sample app: a SKU locked elsewhere', () => {
         resources: ['sku:held'],
         reason: 'busy',
       });
-      expect(order.body.code).toBeUndefined();
+      // Told apart from out of stock (`code: 'OUT_OF_STOCK'`) by its code.
+      expect(order.body.code).toBe('CONFLICT');
       expect(Number(order.headers.get('retry-after'))).toBeGreaterThanOrEqual(
         1,
       );

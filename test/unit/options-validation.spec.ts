@@ -1,9 +1,11 @@
 import { afterAll, describe, expect, it, jest } from '@jest/globals';
 import { Cluster, Redis } from 'ioredis';
+import { Test } from '@nestjs/testing';
 import {
   LockService,
   Redlock,
   RedlockConfigError,
+  RedlockModule,
   type Lock,
 } from 'nestjs-redlock';
 import { checkLockedOptions } from '../../lib/utils/locked-options.js';
@@ -333,5 +335,94 @@ describe('@Locked options (checked at bootstrap)', () => {
       ),
     ]);
     expect(checkLockedOptions({ maxHold: 2 ** 31 - 1 })).toEqual([]);
+  });
+});
+
+describe('unknown option names are refused with the nearest name', () => {
+  const redlock = new Redlock({ clients: three, logger: quiet });
+  afterAll(() => redlock.quit());
+
+  it.each([
+    [{ clients: three, tll: 5 }, 'tll', 'ttl'],
+    [{ clients: three, waitTimout: 5 }, 'waitTimout', 'waitTimeout'],
+    [{ clients: three, KeyPrefix: 'x:' }, 'KeyPrefix', 'keyPrefix'],
+    [{ clients: three, waitTimeout: 5, nodes: [] }, 'nodes', undefined],
+    [
+      { clients: three, clockMonitor: { intervall: 5 } },
+      'clockMonitor.intervall',
+      'interval',
+    ],
+  ])('new Redlock(%j) names %s', (options, field, near) => {
+    const error = configError(() => new Redlock(options as never));
+    expect(error.field).toBe(field);
+    const name = field.split('.').at(-1)!;
+    expect(error.message).toMatch(
+      near
+        ? `'${name}' is not an option; did you mean '${near}'?`
+        : `'${name}' is not an option (known: `,
+    );
+  });
+
+  it.each([
+    [
+      'acquire',
+      { waitTimout: 5, ttl: 1000 },
+      'options.waitTimout',
+      'waitTimeout',
+    ],
+    ['tryAcquire', { fenceing: true }, 'options.fenceing', 'fencing'],
+    ['using', { maxhold: 5 }, 'options.maxhold', 'maxHold'],
+    ['using', { minHld: 5 }, 'options.minHld', 'minHold'],
+  ] as const)(
+    '%s(%j) rejects before any Redis call, naming %s',
+    async (method, options, field, near) => {
+      const call =
+        method === 'using'
+          ? redlock.using('r', () => 1, options as never)
+          : redlock[method]('r', options as never);
+      const error = (await call.catch((e: unknown) => e)) as RedlockConfigError;
+      expect(error).toBeInstanceOf(RedlockConfigError);
+      expect(error.field).toBe(field);
+      expect(error.message).toContain(`did you mean '${near}'?`);
+    },
+  );
+
+  it('watch() and LockService.run() too', async () => {
+    const lock = { resources: ['r'] } as unknown as Lock;
+    expect(
+      configError(() => redlock.watch(lock, { maxHld: 5 } as never)).field,
+    ).toBe('options.maxHld');
+    const error = (await new LockService(redlock)
+      .run('r', () => 1, { retryDelya: 5 } as never)
+      .catch((e: unknown) => e)) as RedlockConfigError;
+    expect(error.field).toBe('options.retryDelya');
+    expect(error.message).toContain(`did you mean 'retryDelay'?`);
+  });
+
+  it('RedlockModule.forRoot, with retryAfter among the suggestions', async () => {
+    const error = (await Test.createTestingModule({
+      imports: [
+        RedlockModule.forRoot({ clients: three, retryAftr: 1000 } as never),
+      ],
+    })
+      .compile()
+      .catch((e: unknown) => e)) as RedlockConfigError;
+    expect(error).toBeInstanceOf(RedlockConfigError);
+    expect(error.field).toBe('retryAftr');
+    expect(error.message).toContain(`did you mean 'retryAfter'?`);
+  });
+
+  it('@Locked options, with the Nest-only names among the suggestions', () => {
+    expect(checkLockedOptions({ onNotAquired: 'skip' })).toEqual([
+      expect.stringMatching(
+        /^options\.onNotAquired: 'onNotAquired' is not an option; did you mean 'onNotAcquired'\?/,
+      ),
+    ]);
+    expect(checkLockedOptions({ signal: undefined })[0]).toMatch(
+      /'signal' is not an option/,
+    );
+    expect(checkLockedOptions({ minHold: 500, onUnavailable: 'warn' })).toEqual(
+      [],
+    );
   });
 });

@@ -1,6 +1,11 @@
 import { RedlockConfigError } from '../../errors/redlock-config.error.js';
 import { requireNonNegative, requirePositive, show } from '../util/validate.js';
 import { ON_LOCK_LOST } from './defaults.js';
+import {
+  CALL_OPTIONS,
+  refuseUnknownOptions,
+  WATCHDOG_OPTIONS,
+} from './option-names.js';
 import type { RunOptions, WatchdogOptions } from './options.js';
 
 /**
@@ -11,6 +16,8 @@ export function checkWatchdogOptions(
   options: WatchdogOptions | undefined,
   prefix = 'options.',
 ): void {
+  if (typeof options === 'object' && options !== null)
+    refuseUnknownOptions(options, WATCHDOG_OPTIONS, prefix);
   if (options?.maxHold !== undefined)
     requirePositive(`${prefix}maxHold`, options.maxHold);
   const onLost: unknown = options?.onLost;
@@ -30,6 +37,8 @@ export function checkRunOptions(
   options: RunOptions | undefined,
   prefix = 'options.',
 ): void {
+  if (typeof options === 'object' && options !== null)
+    refuseUnknownOptions(options, CALL_OPTIONS, prefix);
   checkWatchdogOptions({ maxHold: options?.maxHold }, prefix);
   if (options?.minHold !== undefined)
     requireNonNegative(`${prefix}minHold`, options.minHold);

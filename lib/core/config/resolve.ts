@@ -8,6 +8,11 @@ import {
 import { isClusterConfig } from '../cluster/cluster-config.js';
 import { breaksTags, taggedKey } from '../cluster/hash-tag.js';
 import { REDLOCK_DEFAULTS } from './defaults.js';
+import {
+  CLOCK_MONITOR_OPTIONS,
+  REDLOCK_OPTIONS,
+  refuseUnknownOptions,
+} from './option-names.js';
 import type { AcquireOptions, RedlockOptions } from './options.js';
 import { resolveTiming, type ResolvedTiming } from './timing.js';
 
@@ -73,6 +78,7 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
       `must be an object, got ${show(options)}`,
     );
   }
+  refuseUnknownOptions(options, REDLOCK_OPTIONS, '');
   const driftFactor = options.driftFactor ?? REDLOCK_DEFAULTS.driftFactor;
   if (
     typeof driftFactor !== 'number' ||
@@ -186,6 +192,7 @@ function resolveClockMonitor(
       'clockMonitor',
       `must be true, false or { interval?, exclusion? }, got ${show(value)}`,
     );
+  refuseUnknownOptions(value, CLOCK_MONITOR_OPTIONS, 'clockMonitor.');
   const { interval, exclusion } = value as Record<string, unknown>;
   const every = interval ?? REDLOCK_DEFAULTS.clockMonitorInterval;
   const out = exclusion ?? ttl;

@@ -1,4 +1,5 @@
 import type { AcquireOptions } from '../config/options.js';
+import { CALL_OPTIONS, refuseUnknownOptions } from '../config/option-names.js';
 import { checkSignalOption } from '../config/call-options.js';
 import {
   callFencing,
@@ -32,6 +33,7 @@ export function resolveCall(
 ): AcquireCall {
   const names = normalizeResources(resources);
   const timing = callTiming(config, options);
+  if (options !== undefined) refuseUnknownOptions(options, CALL_OPTIONS);
   const keyOf = config.keyOf;
   // An array literal for the one-key call: arrays from `map()` change
   // their elements kind once the caller is optimised, and the code that

@@ -7,7 +7,7 @@ import { OrdersService } from './orders.service.js';
 
 /**
  * `POST /orders { items: [{ sku, qty }] }`: 201 with the order; 409 with
- * `code: 'OUT_OF_STOCK'` when the stock cannot cover it; 409 with `reason`
+ * `code: 'OUT_OF_STOCK'` when the stock cannot cover it; 409 with `code: 'CONFLICT'`
  * (from `LockConflictFilter`) when a SKU stayed locked past the wait
  * timeout (503 when a quorum of Redis nodes does not answer); 400 for
  * invalid input.
