@@ -7,7 +7,8 @@
  */
 export default {
   rootDir: '.',
-  testEnvironment: 'node',
+  // Node's, with each test's console shown only when it fails.
+  testEnvironment: '<rootDir>/test/utils/quiet-environment.mjs',
   extensionsToTreatAsEsm: ['.ts'],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
   testMatch: ['<rootDir>/test/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],

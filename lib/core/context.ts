@@ -2,7 +2,7 @@ import type { RedlockLogger } from './config/options.js';
 import type { RedlockConfig } from './config/resolve.js';
 import { channels } from './events/channels.js';
 import type { LocalQueue } from './handoff/local-queue.js';
-import { Lock, type LockOperations, type ReleaseResult } from './lock.js';
+import { Lock, type LockOperations } from './lock.js';
 import type { Tally } from './nodes/poll.js';
 import type { RedlockNode } from './nodes/redlock-node.js';
 import type { NodeStanding } from './nodes/node-standing.js';
@@ -66,8 +66,11 @@ export interface RedlockContext {
    * connections.
    */
   readonly active: Map<Promise<unknown>, number>;
-  /** Releases that leave late (held back, or after a renewal): `quit()` waits for them. */
-  readonly deferred: Set<Promise<ReleaseResult>>;
+  /**
+   * Releases that leave late (held back, after a renewal, a failed
+   * attempt's take-back, a lock left to expire): `quit()` waits for them.
+   */
+  readonly deferred: Set<Promise<unknown>>;
   /** Locks handed to callers and not released: `quit()` releases them. */
   readonly held: HeldLocks;
   /** Work running under a lock (`hold()`): `quit()` gives it `shutdownTimeout` to finish. */

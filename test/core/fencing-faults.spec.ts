@@ -218,5 +218,6 @@ describe('fencing tokens under node faults (own five servers)', () => {
     expect(figures.kills + figures.freezes).toBeGreaterThan(20);
     expect(figures.restarts).toBeGreaterThan(5);
     expect(figures.grantsWithLiveNodesLackingToken).toBeGreaterThan(0);
-  });
+    // Counted in grants, not time: a busy machine takes longer.
+  }, 120_000);
 });

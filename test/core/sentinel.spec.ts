@@ -98,12 +98,16 @@ describe('a node reached through Sentinel', () => {
         retryJitter: 0,
         waitTimeout: 8000,
       });
-      await new Promise((r) => setTimeout(r, 200));
       // The waiter listens on the master behind the sentinel as well (its
-      // subscriber is a duplicate of the sentinel client).
-      expect(
-        await admin[0].call('PUBSUB', 'CHANNELS', 'redlock:w:*'),
-      ).toHaveLength(1);
+      // subscriber is a duplicate of the sentinel client), once subscribed.
+      const channels = async () =>
+        (await admin[0].call('PUBSUB', 'CHANNELS', 'redlock:w:*')) as string[];
+      for (
+        const until = Date.now() + 5000;
+        (await channels()).length === 0 && Date.now() < until;
+      )
+        await new Promise((r) => setTimeout(r, 20));
+      expect(await channels()).toHaveLength(1);
       const start = Date.now();
       await held.release();
       const lock = await waiting;

@@ -9,8 +9,10 @@ import { randomValue } from '../util/lock-value.js';
 import { rejected } from '../util/rejected.js';
 import type { QueuePlace } from '../waiting/queue-place.js';
 import { resolveCall, type AcquireCall } from './acquire-call.js';
-import { attempt, notAcquired } from './attempt.js';
+import { attempt } from './attempt.js';
+import { notAcquired } from './not-acquired.js';
 import { attemptOnce, notAcquiredOnce } from './attempt-once.js';
+import { awaitedByQuit } from './release.js';
 import { awaitTurn, transferred, type Waiter } from './await-turn.js';
 import { sendRelease } from './send-release.js';
 import { closedError, stopReason } from './stop.js';
@@ -217,12 +219,19 @@ async function acquireInTurn(
   } catch (error) {
     // Gave up (timeout, abort, outage, quit()): leave the nodes' wait
     // queues, or releases would give keys to a waiter that is gone (and
-    // take back keys given to us meanwhile).
+    // take back keys given to us meanwhile). Awaited within what is left
+    // of `waitTimeout` plus one node timeout, so that a node that does not
+    // answer does not hold the caller past that bound; `quit()` waits for
+    // the rest.
     if ((queue !== undefined && (attempts > 0 || reserved)) || takeBack)
-      await sendRelease(ctx, ctx.nodes, keys, value, timing.nodeTimeout, {
-        name: queue?.name,
-        leave: true,
-      });
+      await awaitedByQuit(
+        ctx,
+        sendRelease(ctx, ctx.nodes, keys, value, timing.nodeTimeout, {
+          name: queue?.name,
+          leave: true,
+          limitMs: Math.max(0, giveUpAt + timing.nodeTimeout - ctx.clock.now()),
+        }),
+      );
     throw error;
   } finally {
     stopExpecting?.();

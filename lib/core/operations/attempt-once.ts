@@ -4,7 +4,8 @@ import type { Lock } from '../lock.js';
 import { votesOf } from '../nodes/poll.js';
 import { randomValue } from '../util/lock-value.js';
 import type { AcquireCall } from './acquire-call.js';
-import { attempt, notAcquired, type AttemptResult } from './attempt.js';
+import { attempt, type AttemptResult } from './attempt.js';
+import { notAcquired } from './not-acquired.js';
 import { sendRelease } from './send-release.js';
 import { stopReason } from './stop.js';
 

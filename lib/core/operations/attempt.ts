@@ -1,7 +1,4 @@
-import {
-  LockNotAcquiredError,
-  type LockFailureReason,
-} from '../../errors/lock-not-acquired.error.js';
+import type { LockFailureReason } from '../../errors/lock-not-acquired.error.js';
 import type { ResolvedTiming } from '../config/timing.js';
 import { createLock, type RedlockContext } from '../context.js';
 import {
@@ -14,6 +11,7 @@ import {
 import { issueFencingTokens } from '../fencing/issue-tokens.js';
 import { fenceCounterKey } from '../fencing/tokens.js';
 import type { Lock } from '../lock.js';
+import type { RedlockNode } from '../nodes/redlock-node.js';
 import { poll, votesOf, type Ballot } from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
 import {
@@ -23,6 +21,7 @@ import {
   packPlace,
 } from '../scripts/index.js';
 import type { QueuePlace } from '../waiting/queue-place.js';
+import { awaitedByQuit } from './release.js';
 import { sendRelease } from './send-release.js';
 
 /** The outcome of one acquire attempt. */
@@ -176,6 +175,11 @@ async function fenced(
  * An attempt not held: takes back every grant, including grants whose
  * reply was lost (timeouts, errors, nodes still pending). A node that
  * answered "busy" ran a script that wrote nothing, so it is skipped.
+ * Awaited on the nodes that granted (they answer: their keys are gone
+ * when the caller hears of the failure), not on those that did not
+ * answer, which would hold the caller another node timeout past its
+ * `waitTimeout`; on each connection a next attempt follows the release,
+ * and `quit()` waits for it.
  */
 async function takeBack(
   ctx: RedlockContext,
@@ -185,21 +189,25 @@ async function takeBack(
   fencingFailure: LockFailureReason | undefined,
 ): Promise<AttemptResult> {
   const { start, timing, queue } = sent;
-  const maybeOurs = ctx.nodes.filter((_, i) => ballots[i].outcome !== 'busy');
-  if (maybeOurs.length)
-    await sendRelease(
+  const ours: RedlockNode[] = [];
+  const maybeOurs: RedlockNode[] = [];
+  ctx.nodes.forEach((node, i) => {
+    const { outcome } = ballots[i];
+    if (outcome === 'granted' || outcome === 'quarantined') ours.push(node);
+    else if (outcome !== 'busy') maybeOurs.push(node);
+  });
+  const send = (nodes: RedlockNode[]) =>
+    awaitedByQuit(
       ctx,
-      maybeOurs,
-      sent.keys,
-      sent.value,
-      timing.nodeTimeout,
-      {
+      sendRelease(ctx, nodes, sent.keys, sent.value, timing.nodeTimeout, {
         name: queue?.name,
         leave: queue === undefined,
         // Past the lease, what the nodes did not delete has expired.
         limitMs: start + timing.ttl - ctx.clock.now(),
-      },
+      }),
     );
+  if (maybeOurs.length) void send(maybeOurs);
+  if (ours.length) await send(ours);
   return {
     start,
     ballots,
@@ -249,31 +257,6 @@ function shortestHolderTtl(ballots: readonly Ballot[]): number | undefined {
     .map((b) => acquireReply(b.reply).holderTtl)
     .filter((ttl) => ttl !== undefined);
   return ttls.length ? Math.min(...ttls) : undefined;
-}
-
-/**
- * The error of an acquire that gave up after `attempts`, from its last
- * attempt. Its `retryAfter` is the holder's remaining lease; when the
- * nodes told none (a waiter queued before us goes first), the `ttl` that
- * waiter gets, not a short delay: the same conflict should advise the
- * same wait, whichever node answered first.
- */
-export function notAcquired(
-  ctx: RedlockContext,
-  resources: readonly string[],
-  attempts: number,
-  result: AttemptResult,
-  ttl: number,
-): LockNotAcquiredError {
-  const reason = result.reason ?? 'busy';
-  return new LockNotAcquiredError(
-    resources,
-    attempts,
-    reason,
-    votesOf(result.ballots),
-    result.holderTtl ??
-      (reason === 'busy' ? ttl : ctx.config.timing.retryDelay),
-  );
 }
 
 /** Runs a fencing round under the `fence` TracingChannel. */

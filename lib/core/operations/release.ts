@@ -88,10 +88,10 @@ async function renewOrRelease(
  * that leaves late (held back, or after a renewal) would otherwise meet
  * closed connections and leave the keys until their lease ends.
  */
-export function awaitedByQuit(
+export function awaitedByQuit<T>(
   ctx: RedlockContext,
-  release: Promise<ReleaseResult>,
-): Promise<ReleaseResult> {
+  release: Promise<T>,
+): Promise<T> {
   ctx.deferred.add(release);
   const settled = () => ctx.deferred.delete(release);
   release.then(settled, settled);

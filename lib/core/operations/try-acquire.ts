@@ -3,7 +3,8 @@ import type { RedlockContext } from '../context.js';
 import type { AcquireTrace } from '../events/trace.js';
 import type { Lock } from '../lock.js';
 import { resolveCall, type AcquireCall } from './acquire-call.js';
-import { notAcquired, type AttemptResult } from './attempt.js';
+import type { AttemptResult } from './attempt.js';
+import { notAcquired } from './not-acquired.js';
 import { attemptOnce } from './attempt-once.js';
 import { stopReason } from './stop.js';
 
