@@ -71,6 +71,9 @@ describe('hostile nodes (own redis-server processes)', () => {
       metaPrefix,
       ttl: 2000,
       waitTimeout: 300,
+      // Healthy nodes answer within it on a busy machine too (the default,
+      // 100 ms here, is for a responsive one).
+      nodeTimeout: 250,
       logger: { warn: () => undefined },
       ...options,
     });
