@@ -82,6 +82,22 @@ const showViolations = (v) => {
 const MUTANT_TRIES = 3;
 
 async function runOne(label, scenario0, dist, mutant) {
+  // A scenario may bring nodes of its own (setup(): { servers, stop } or
+  // { skip: reason }), e.g. in network namespaces.
+  const own = await scenario0.setup?.();
+  if (own?.skip) {
+    console.log(`${label}: skipped (${own.skip})`);
+    rows.push({ label, ops: 0, grants: 0, faults: 0, violations: '-', expected: '-', verdict: 'skipped' });
+    return;
+  }
+  try {
+    await runOn(label, scenario0, dist, mutant, own?.servers ?? servers);
+  } finally {
+    await own?.stop();
+  }
+}
+
+async function runOn(label, scenario0, dist, mutant, servers) {
   const scenario = { ...scenario0, config: { ...scenario0.config, ...overrides } };
   const ops = opsArg ?? (full && !mutant ? FULL_OPS : (mutant?.ops ?? CI_OPS));
   const t0 = Date.now();
@@ -179,7 +195,7 @@ console.log(
 );
 for (const line of table) console.log(`| ${line.join(' | ')} |`);
 writeFileSync(join(SCRATCH, `report-${full ? 'full' : 'ci'}.json`), JSON.stringify(rows, null, 1));
-const bad = rows.filter((r) => !/^(pass|caught)$/.test(r.verdict));
+const bad = rows.filter((r) => !/^(pass|caught|skipped)$/.test(r.verdict));
 if (bad.length) {
   console.log(`\n${bad.length} unexpected verdict(s): ${bad.map((r) => r.label).join('; ')}`);
   process.exitCode = 1;

@@ -7,6 +7,10 @@ import {
 } from '../cluster/cluster-config.js';
 import { ClusterNode } from '../cluster/cluster-node.js';
 import { DROP_AT_ONCE } from './close-client.js';
+import {
+  CONNECT_TIMEOUT_MS,
+  RECONNECT_DELAY_MAX_MS,
+} from './stalled-connection.js';
 import { RedlockNode } from './redlock-node.js';
 
 /**
@@ -15,10 +19,20 @@ import { RedlockNode } from './redlock-node.js';
  * failed reconnect instead of piling them up while a node is down: a lock
  * request that arrives late is worth nothing, and the per-node timeout has
  * already counted it as failed.
+ *
+ * After a silent partition the library drops a stalled connection (see
+ * `reconnectIfStalled`), and the new one must get through soon after the
+ * heal: a connection attempt gives up after `CONNECT_TIMEOUT_MS` (ioredis:
+ * 10 s, over which the kernel's SYN retries spread out to 1, 3 and 7 s)
+ * and the next starts at most `RECONNECT_DELAY_MAX_MS` later (ioredis:
+ * 2 s), so a SYN leaves at least every 1.5 s while a node is cut off.
  */
 const OWNED_CLIENT_DEFAULTS: RedisOptions = {
   maxRetriesPerRequest: 0,
   lazyConnect: true,
+  connectTimeout: CONNECT_TIMEOUT_MS,
+  retryStrategy: (times: number) =>
+    Math.min(times * 50, RECONNECT_DELAY_MAX_MS),
   ...DROP_AT_ONCE,
 };
 

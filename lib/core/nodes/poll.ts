@@ -3,6 +3,7 @@ import type { LuaScript, ScriptCall } from '../scripts/lua-script.js';
 import { Deadline, deadlines } from '../util/deadline-timer.js';
 import { rejected } from '../util/rejected.js';
 import type { RedlockNode } from './redlock-node.js';
+import { reconnectIfStalled } from './stalled-connection.js';
 
 /**
  * What a poll sends each node: a script run (most polls), or any request.
@@ -140,6 +141,8 @@ class Poll extends Deadline implements Tally {
   private readonly answered: ((index: number) => void) | undefined;
   /** When the poll settles at the latest (see `PollOptions.limitMs`). */
   private readonly end: number;
+  /** When the requests were sent (`performance.now()`). */
+  private readonly started: number;
 
   constructor(
     private readonly nodes: readonly RedlockNode[],
@@ -154,6 +157,8 @@ class Poll extends Deadline implements Tally {
     this.pending = nodes.length;
     this.answered = options?.answered;
     const started = performance.now();
+    this.started = started;
+    for (let i = 0; i < nodes.length; i++) nodes[i].sent(started);
     const limit = BUSY_WAIT_LIMIT * timeoutMs;
     this.end =
       started +
@@ -166,6 +171,7 @@ class Poll extends Deadline implements Tally {
 
   reply(i: number, reply: unknown): void {
     this.nodes[i].lastAnswer = ++answerSequence;
+    this.nodes[i].answered(this.started);
     let outcome: Judgement;
     try {
       outcome = this.judge(reply, i);
@@ -180,9 +186,11 @@ class Poll extends Deadline implements Tally {
   fail(i: number, error: unknown): void {
     // An error reply is an answer; the client's own errors (a command
     // timeout, a closed connection) say nothing of the node's life.
-    if ((error as Error | undefined)?.name === 'ReplyError')
-      this.nodes[i].lastAnswer = ++answerSequence;
     const node = this.nodes[i];
+    if ((error as Error | undefined)?.name === 'ReplyError') {
+      node.lastAnswer = ++answerSequence;
+      node.answered(this.started);
+    }
     this.record(
       i,
       { node: node.name, outcome: 'error', error: node.describeFailure(error) },
@@ -236,9 +244,21 @@ class Poll extends Deadline implements Tally {
     if (this.done) return;
     this.done = true;
     deadlines.delete(this);
-    const ballots = this.ballots;
-    for (let i = 0; i < ballots.length; i++)
-      ballots[i] ??= this.nodes[i].unanswered(timedOut);
+    const { ballots, nodes } = this;
+    let now: number | undefined;
+    for (let i = 0; i < ballots.length; i++) {
+      if (ballots[i] !== undefined) continue;
+      // A node silent for long while others answer has a stalled
+      // connection: reopened before its vote is read, so the vote says so.
+      now ??= performance.now();
+      reconnectIfStalled(
+        nodes[i],
+        nodes,
+        BUSY_WAIT_LIMIT * this.timeoutMs,
+        now,
+      );
+      ballots[i] = nodes[i].unanswered(timedOut);
+    }
     this.resolve(ballots as Ballot[]);
   }
 }

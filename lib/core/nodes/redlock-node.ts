@@ -28,6 +28,10 @@ export class RedlockNode {
       });
       client.on('ready', () => {
         this.connectionError = undefined;
+        this.quietSince = undefined;
+      });
+      client.on('close', () => {
+        this.quietSince = undefined;
       });
     }
   }
@@ -67,6 +71,57 @@ export class RedlockNode {
    * than a clock reading, as it is written for every answer of every node.
    */
   lastAnswer = 0;
+
+  /**
+   * When the oldest request this node has not answered was sent (the
+   * start of its poll, `performance.now()`), on a ready connection; unset
+   * once the node answers or the connection closes. Kept for the clients
+   * the library owns only (see `reconnectIfStalled`).
+   */
+  quietSince: number | undefined = undefined;
+
+  /** When the latest request this node answered was sent (the start of its poll). */
+  answeredSentAt = -Infinity;
+
+  /** @internal A poll started at `at` sent this node a request. */
+  sent(at: number): void {
+    if (
+      this.owned &&
+      this.quietSince === undefined &&
+      this.client.status === 'ready'
+    )
+      this.quietSince = at;
+  }
+
+  /** @internal The node answered a request sent at `sentAt` (a reply, or an error reply). */
+  answered(sentAt: number): void {
+    this.quietSince = undefined;
+    if (sentAt > this.answeredSentAt) this.answeredSentAt = sentAt;
+  }
+
+  /**
+   * Drops a stalled connection so that ioredis opens a new one at once
+   * (see `reconnectIfStalled`): clients the library owns only, never a
+   * borrowed one, and never a Cluster (it has no `stream` of its own; its
+   * connections are ioredis's to manage). Returns whether it did.
+   */
+  reconnect(): boolean {
+    const stream = this.client.stream;
+    if (!this.owned || this.client.status !== 'ready' || !stream) return false;
+    this.quietSince = undefined;
+    // Reset, not closed: a closed socket's kernel keeps retransmitting
+    // what was never delivered, and after the heal an old lock request
+    // would land on the node with the release that followed it lost (a
+    // stale key for a lease). A reset throws unsent requests away (TCP
+    // only; a TLS socket is closed). ioredis sees the socket close, as on
+    // a network error, and reconnects by its retryStrategy.
+    try {
+      stream.resetAndDestroy();
+    } catch {
+      stream.destroy();
+    }
+    return true;
+  }
 
   /** Writes of this tick: the first sent, or the socket corked for the rest. */
   private tick?: 'first' | Redis['stream'];
