@@ -66,7 +66,8 @@ export class LockService {
   }
 
   /**
-   * One attempt, no waiting: `null` when the resources are held; rejects with
+   * One attempt, no waiting (two when simultaneous callers split the
+   * nodes): `null` when the resources are held; rejects with
    * `LockNotAcquiredError` (reason `unreachable` or `expired`) when the quorum
    * could not answer, so an outage never looks like "busy".
    */

@@ -143,7 +143,8 @@ export class Redlock implements LockOperations {
   }
 
   /**
-   * One attempt, no waiting. Resolves `null` when the resources are held by
+   * One attempt, no waiting (a second one when callers trying at the same
+   * moment split the nodes, see `waitTimeout`). Resolves `null` when the resources are held by
    * someone else; rejects with `LockNotAcquiredError` when fewer than a quorum
    * of nodes answered, or they answered too late (an infrastructure failure
    * must not look like "busy"), and with reason `closed` once `quit()` ran

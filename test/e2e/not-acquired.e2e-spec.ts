@@ -84,6 +84,40 @@ describe('when the lock is not acquired (own 5 servers)', () => {
     await Promise.all([a.quit(), b.quit()]);
   });
 
+  it('callers that split the nodes between them try once more, so that one gets the lock', async () => {
+    const a = redlock();
+    const clients = servers.map((s) => s.client());
+    try {
+      // Two contenders each hold a minority for 60 ms, as simultaneous
+      // callers do until they take their grants back.
+      const split = () =>
+        Promise.all(
+          [2, 3, 4].map((i) =>
+            clients[i].set(`${prefix}split`, `other-${i}`, 'PX', 60),
+          ),
+        );
+      await split();
+      const lock = await a.acquire('split', {
+        waitTimeout: 0,
+        retryDelay: 200,
+        retryJitter: 0,
+      });
+      expect(lock.isHeld).toBe(true);
+      await lock.release();
+      // A lock held on a quorum is not tried again: refused by every node.
+      const held = await redlock().acquire('held-all', { ttl: 5000 });
+      const started = performance.now();
+      expect(
+        await a.tryAcquire('held-all', { retryDelay: 2000, retryJitter: 0 }),
+      ).toBeNull();
+      expect(performance.now() - started).toBeLessThan(1000);
+      await held.release();
+    } finally {
+      await Promise.all(clients.map((c) => c.quit()));
+      await a.quit();
+    }
+  });
+
   it('a conflict inside one process says so, and advises the same wait as one between processes', async () => {
     const a = redlock();
     const b = redlock();

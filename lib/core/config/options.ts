@@ -41,7 +41,11 @@ export interface RedisClusterConfig {
 export interface LockTimingOptions {
   /** Lease in ms: how long a lock lives on a node unless extended. Default 10000. Any finite value > 0. */
   ttl?: number;
-  /** How long `acquire` keeps trying while the resource is held, in ms; 0 = one attempt. Default 5000. */
+  /**
+   * How long `acquire` keeps trying while the resource is held, in ms; 0 =
+   * one attempt (and one more, a few tens of ms later, when callers trying
+   * at the same moment split the nodes so that none won). Default 5000.
+   */
   waitTimeout?: number;
   /** Base delay between attempts, in ms. Default 50. */
   retryDelay?: number;

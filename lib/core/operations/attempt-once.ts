@@ -1,7 +1,9 @@
 import type { RedlockContext } from '../context.js';
 import type { AcquireTrace } from '../events/trace.js';
 import type { Lock } from '../lock.js';
+import type { ResolvedTiming } from '../config/timing.js';
 import { votesOf } from '../nodes/poll.js';
+import { countGranted } from '../nodes/quorum.js';
 import { randomValue } from '../util/lock-value.js';
 import type { AcquireCall } from './acquire-call.js';
 import { attempt, type AttemptResult } from './attempt.js';
@@ -24,21 +26,32 @@ export function attemptOnce<T>(
   ctx: RedlockContext,
   call: AcquireCall,
   trace: AcquireTrace | undefined,
-  failed: (ctx: RedlockContext, call: AcquireCall, result: AttemptResult) => T,
+  failed: (
+    ctx: RedlockContext,
+    call: AcquireCall,
+    result: AttemptResult,
+    attempts: number,
+  ) => T,
+  attempts = 1,
 ): Promise<Lock | T> {
   const { resources, keys, timing, fencing, signal } = call;
   // quit() or an abort while the caller waited for its local turn.
-  const stop = stopReason(ctx, resources, 0, signal);
+  const stop = stopReason(ctx, resources, attempts - 1, signal);
   if (stop !== undefined) return Promise.reject(stop);
   const value = randomValue();
   return attempt(ctx, resources, keys, value, timing, fencing).then(
     (result) => {
       if (trace) {
-        trace.attempts = 1;
+        trace.attempts = attempts;
         trace.nodes = votesOf(result.ballots);
       }
-      if (!result.lock) return failed(ctx, call, result);
-      const late = stopReason(ctx, resources, 1, signal);
+      if (!result.lock)
+        return attempts === 1 && isSplitVote(result)
+          ? afterSplit(timing).then(() =>
+              attemptOnce(ctx, call, trace, failed, 2),
+            )
+          : failed(ctx, call, result, attempts);
+      const late = stopReason(ctx, resources, attempts, signal);
       if (late === undefined) return result.lock;
       // Granted while quit() ran (the caller could not release it) or
       // after the caller gave up: take the keys back, while the
@@ -52,11 +65,33 @@ export function attemptOnce<T>(
   );
 }
 
+/**
+ * Callers that try at the same moment can split the nodes between them
+ * (each granted by one node of three) so that none holds a quorum and all
+ * give up, though nobody holds the lock: the replicas of a scheduled job
+ * whose ticks fire together would all skip it. An attempt that some node
+ * granted and a quorum refused is tried once more, after a random delay
+ * (the contenders draw different ones, and each takes its grants back
+ * first); one refused by every node is not.
+ */
+function isSplitVote(result: AttemptResult): boolean {
+  return result.reason === 'busy' && countGranted(result.ballots) > 0;
+}
+
+/** Half a retry delay, plus up to another half and the jitter, at random. */
+function afterSplit(timing: ResolvedTiming): Promise<void> {
+  const ms =
+    timing.retryDelay / 2 +
+    Math.random() * (timing.retryDelay / 2 + timing.retryJitter);
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 /** `failed` of {@link attemptOnce} for `acquire()`: the attempt's error. */
 export function notAcquiredOnce(
   ctx: RedlockContext,
   call: AcquireCall,
   result: AttemptResult,
+  attempts: number,
 ): never {
-  throw notAcquired(ctx, call.resources, 1, result, call.timing.ttl);
+  throw notAcquired(ctx, call.resources, attempts, result, call.timing.ttl);
 }

@@ -48,7 +48,8 @@ function nullIfBusy(
   ctx: RedlockContext,
   call: AcquireCall,
   result: AttemptResult,
+  attempts: number,
 ): null {
   if (result.reason === 'busy') return null;
-  throw notAcquired(ctx, call.resources, 1, result, call.timing.ttl);
+  throw notAcquired(ctx, call.resources, attempts, result, call.timing.ttl);
 }
