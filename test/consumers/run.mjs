@@ -10,7 +10,10 @@
 // their time limits, jest's --detectOpenHandles output names no open handle,
 // and jest exits by itself within 15 s of its summary (a client left open
 // keeps it alive without a word). One line per app, exit 1 on any failure;
-// the whole run is bounded (TOTAL_MS).
+// the whole run is bounded (TOTAL_MS). Apps in PER_FILE (one install for
+// many contexts) get one line per test file instead, `<app>/<file stem>`,
+// from jest's --json results; a failure of the app itself (install, tsc,
+// a hang, an open handle) fails all of its lines.
 //
 //   node test/consumers/run.mjs [--no-build] [--keep] [--only=<app>,...] [--jobs=2]
 //
@@ -28,7 +31,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 // Installs redis-server where missing (root with apt), as `npm test` does.
 import '../../scripts/ensure-redis.mjs';
 import { startServers } from '../../scripts/redis-nodes.mjs';
@@ -86,11 +89,21 @@ const VARIANTS = {
     },
   },
 };
+/**
+ * Apps whose test files are counted one by one: `contexts` holds one small
+ * app per Nest context (HTTP on Fastify, RPC, WebSockets, GraphQL,
+ * schedule, queues) on one install, and CI counts each context.
+ */
+const PER_FILE = new Set(['contexts']);
 const NODES = 3;
 const MINUTE = 60_000;
 /** The whole run, then each step of one app. */
-const TOTAL_MS = 15 * MINUTE;
+const TOTAL_MS = 20 * MINUTE;
 const LIMITS = { install: 8 * MINUTE, build: 3 * MINUTE, test: 4 * MINUTE };
+/** Apps whose steps need more than LIMITS: contexts runs every context's suite. */
+const APP_LIMITS = { contexts: { test: 8 * MINUTE } };
+/** A test file of an app, as jest's testRegex of the templates finds them. */
+const TEST_FILE = /\.(e2e-)?spec\.ts$/;
 
 const started = Date.now();
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
@@ -171,15 +184,30 @@ function stepFailure(name, result, limitMs) {
   return undefined;
 }
 
-/** What jest's output says against the app, beyond its exit code. */
-function jestFailure(output) {
+/** What jest's output says against the whole app: a handle left open. */
+function openHandles(output) {
   if (/open handle/i.test(output))
     return 'jest --detectOpenHandles reported an open handle';
   if (/did not exit/i.test(output)) return 'jest did not exit by itself';
+  return undefined;
+}
+
+/** What jest's output says against the app, beyond its exit code. */
+function jestFailure(output) {
+  const handles = openHandles(output);
+  if (handles) return handles;
   const tests = /Tests:\s+(.*)/.exec(output)?.[1] ?? '';
   if (/failed/.test(tests) || !/\d+ passed/.test(tests))
     return `jest reported: ${tests || 'no test summary'}`;
   return undefined;
+}
+
+function readJson(file) {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 function versionsIn(dir) {
@@ -217,10 +245,80 @@ function pinVersions(dir, pin) {
   writeFileSync(file, JSON.stringify(manifest, null, 2) + '\n');
 }
 
+/** `<app>/<stem>` for each test file of the app's template (stem: `fastify` of `fastify.e2e-spec.ts`). */
+function testFilesOf(name, template) {
+  return readdirSync(join(templates, template, 'test'))
+    .filter((file) => TEST_FILE.test(file))
+    .sort()
+    .map((file) => ({ file, name: `${name}/${file.replace(TEST_FILE, '')}` }));
+}
+
+/**
+ * One result per test file of a PER_FILE app, from jest's --json output:
+ * a file passes when jest ran it and every test in it passed.
+ */
+function fileResults(files, json, steps, versions) {
+  const byFile = new Map(
+    (json?.testResults ?? []).map((suite) => [basename(suite.name), suite]),
+  );
+  return files.map(({ file, name }) => {
+    const suite = byFile.get(file);
+    if (!suite)
+      return {
+        name,
+        ok: false,
+        reason: 'jest reported no result for it',
+        output: '',
+        steps,
+        ms: 0,
+      };
+    const counts = {};
+    for (const { status } of suite.assertionResults)
+      counts[status] = (counts[status] ?? 0) + 1;
+    const summary = Object.entries(counts)
+      .map(([status, n]) => `${n} ${status}`)
+      .join(', ');
+    const ms = suite.endTime - suite.startTime;
+    return suite.status === 'passed'
+      ? { name, ok: true, versions, summary, steps, ms }
+      : {
+          name,
+          ok: false,
+          reason: `jest: ${summary || 'the file failed to run'}`,
+          output: suite.message ?? '',
+          steps,
+          ms,
+        };
+  });
+}
+
+/** The app's result, or one per test file for a PER_FILE app. */
 async function checkApp(name, tarball) {
+  const { template = name } = VARIANTS[name] ?? {};
+  const result = await checkAppOnce(name, tarball);
+  if (!PER_FILE.has(template)) return [result];
+  const files = testFilesOf(name, template);
+  // The app itself failed (install, tsc, a hang, an open handle): so did
+  // every file of it.
+  if (!result.ok || !result.json)
+    return files.map((file, i) => ({
+      ...result,
+      ok: false,
+      name: file.name,
+      reason: `${name}: ${result.reason ?? 'jest wrote no --json results'}`,
+      // The app's output once, under its first file.
+      output:
+        i === 0 ? (result.output ?? '') : `(output under ${files[0].name})`,
+    }));
+  return fileResults(files, result.json, result.steps, result.versions);
+}
+
+async function checkAppOnce(name, tarball) {
   const begun = Date.now();
   const dir = join(scratch, name);
   const { template = name, pin } = VARIANTS[name] ?? {};
+  const limits = { ...LIMITS, ...APP_LIMITS[template] };
+  const perFile = PER_FILE.has(template);
   cpSync(join(templates, template), dir, {
     recursive: true,
     filter: (source) => !/[/\\](node_modules|dist)$/.test(source),
@@ -239,33 +337,52 @@ async function checkApp(name, tarball) {
   const install = await sh(
     'npm',
     ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball],
-    { cwd: dir, timeoutMs: LIMITS.install },
+    { cwd: dir, timeoutMs: limits.install },
   );
   steps.push(`install ${seconds(install.ms)}`);
-  const installFailed = stepFailure('npm install', install, LIMITS.install);
+  const installFailed = stepFailure('npm install', install, limits.install);
   if (installFailed) return fail(installFailed, install.output);
   const versions = versionsIn(dir);
 
   const compile = await sh('npm', ['run', 'build'], {
     cwd: dir,
-    timeoutMs: LIMITS.build,
+    timeoutMs: limits.build,
   });
   steps.push(`tsc ${seconds(compile.ms)}`);
-  const compileFailed = stepFailure('tsc', compile, LIMITS.build);
+  const compileFailed = stepFailure('tsc', compile, limits.build);
   if (compileFailed) return fail(compileFailed, compile.output);
 
   const nodes = await startServers(NODES);
   servers.push(...nodes);
+  const jsonFile = join(dir, 'jest-results.json');
   try {
-    const test = await sh('npm', ['test'], {
-      cwd: dir,
-      env: { REDIS_URLS: nodes.map((node) => node.url).join(',') },
-      timeoutMs: LIMITS.test,
-      exitAfter: { pattern: /^Ran all test suites/m, ms: 15_000 },
-    });
+    const test = await sh(
+      'npm',
+      perFile ? ['test', '--', '--json', `--outputFile=${jsonFile}`] : ['test'],
+      {
+        cwd: dir,
+        env: { REDIS_URLS: nodes.map((node) => node.url).join(',') },
+        timeoutMs: limits.test,
+        exitAfter: { pattern: /^Ran all test suites/m, ms: 15_000 },
+      },
+    );
     steps.push(`jest ${seconds(test.ms)}`);
+    if (perFile) {
+      const json = readJson(jsonFile);
+      // A failed file fails its own line (fileResults); the exit code
+      // counts against the whole app only when no file failed.
+      const filesFailed = json?.testResults.some((s) => s.status === 'failed');
+      const appFailed =
+        stepFailure('jest', { ...test, code: 0 }, limits.test) ??
+        openHandles(test.output) ??
+        (test.code !== 0 && !filesFailed
+          ? `jest exited with ${test.code}`
+          : undefined);
+      if (appFailed) return fail(appFailed, test.output);
+      return { name, ok: true, versions, json, steps, ms: Date.now() - begun };
+    }
     const testFailed =
-      stepFailure('jest', test, LIMITS.test) ?? jestFailure(test.output);
+      stepFailure('jest', test, limits.test) ?? jestFailure(test.output);
     if (testFailed) return fail(testFailed, test.output);
     const summary = /Tests:\s+(.*)/.exec(test.output)?.[1].trim();
     return { name, ok: true, versions, summary, steps, ms: Date.now() - begun };
@@ -317,19 +434,20 @@ async function main() {
   await Promise.all(
     Array.from({ length: Math.max(1, jobs) }, async () => {
       for (let name; (name = queue.shift());)
-        results.push(await checkApp(name, tarball));
+        results.push({ name, lines: await checkApp(name, tarball) });
     }),
   );
   results.sort((x, y) => apps.indexOf(x.name) - apps.indexOf(y.name));
-  for (const result of results) {
+  const lines = results.flatMap((result) => result.lines);
+  for (const result of lines) {
     const line = `${result.ok ? 'PASS' : 'FAIL'} ${result.name} ${seconds(result.ms)} (${result.steps.join(', ')})`;
     if (result.ok)
       console.log(`${line} [${result.versions}] ${result.summary}`);
     else console.log(`${line}: ${result.reason}\n${tail(result.output)}\n`);
   }
-  const failed = results.filter((result) => !result.ok).length;
+  const failed = lines.filter((result) => !result.ok).length;
   console.log(
-    `consumers: ${results.length - failed} passed, ${failed} failed in ${seconds(Date.now() - started)}`,
+    `consumers: ${lines.length - failed} passed, ${failed} failed in ${seconds(Date.now() - started)}`,
   );
   return failed === 0;
 }
