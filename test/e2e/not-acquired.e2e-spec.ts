@@ -8,7 +8,7 @@ import {
   RedlockModule,
 } from 'nestjs-redlock';
 import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
-import { uniquePrefix } from '../utils/nodes.js';
+import { flushed, uniquePrefix } from '../utils/nodes.js';
 
 @Injectable()
 class Jobs {
@@ -104,14 +104,22 @@ describe('when the lock is not acquired (own 5 servers)', () => {
       });
       expect(lock.isHeld).toBe(true);
       await lock.release();
-      // A lock held on a quorum is not tried again: refused by every node.
-      const held = await redlock().acquire('held-all', { ttl: 5000 });
+      // A lock held on every node is not tried again: refused by all.
+      const holder = redlock();
+      await holder.ready();
+      const held = await holder.acquire('held-all', { ttl: 5000 });
+      await flushed(holder);
+      expect(
+        await Promise.all(clients.map((c) => c.get(`${prefix}held-all`))),
+      ).toEqual(Array(5).fill(held.value));
       const started = performance.now();
       expect(
         await a.tryAcquire('held-all', { retryDelay: 2000, retryJitter: 0 }),
       ).toBeNull();
+      // Not after a second attempt, which comes 1000 ms or more later.
       expect(performance.now() - started).toBeLessThan(1000);
       await held.release();
+      await holder.quit();
     } finally {
       await Promise.all(clients.map((c) => c.quit()));
       await a.quit();
