@@ -153,6 +153,7 @@ describe('recreateOnExtend: an extension puts back a key a node lost, only while
     const redlock = make({ recreateOnExtend: true });
     await redlock.ready();
     const lock = await redlock.acquire('taken-here');
+    await flushed(redlock);
     // Node 2 lost our key and another value sits there now.
     await onNode(2, (c) =>
       c.set('rc:taken-here', 'someone-else', 'PX', 60_000),
@@ -185,6 +186,7 @@ describe('recreateOnExtend: an extension puts back a key a node lost, only while
     const redlock = make({ recreateOnExtend: true });
     await redlock.ready();
     const lock = await redlock.acquire(['pair:a', 'pair:b']);
+    await flushed(redlock);
     // Node 3: key a lost, key b another's. Node 4: key a lost only.
     await onNode(3, async (c) => {
       await c.del('rc:pair:a');
@@ -215,6 +217,9 @@ describe('recreateOnExtend: an extension puts back a key a node lost, only while
     const redlock = make({ recreateOnExtend: true });
     await redlock.ready();
     const lock: Lock = await redlock.acquire('minority');
+    // Every node has its answer first (the acquire settles at a quorum: on
+    // a busy machine the others' grants could land after the deletes).
+    await flushed(redlock);
     // Three of five lost it: only two hold it, below the quorum.
     for (const i of [0, 1, 2]) await onNode(i, (c) => c.del('rc:minority'));
     const failed = await lock.extend().catch((e: unknown) => e);
@@ -229,6 +234,7 @@ describe('recreateOnExtend: an extension puts back a key a node lost, only while
     const redlock = make();
     await redlock.ready();
     const lock = await redlock.acquire('plain');
+    await flushed(redlock);
     await onNode(1, (c) => c.del('rc:plain'));
     await lock.extend();
     await flushed(redlock);
