@@ -179,11 +179,15 @@ describe('when the lock is not acquired (own 5 servers)', () => {
     const clients = servers.map((s) => s.client());
     const elapsed = performance.now() - returned;
     const ttls = await Promise.all(clients.map((c) => c.pttl(`${prefix}tick`)));
-    for (const ttl of ttls) {
-      // Still there, with what is left of minHold, not the 10 s lease.
-      expect(ttl).toBeGreaterThan(0);
-      expect(ttl).toBeLessThanOrEqual(3000 - elapsed + 5);
-    }
+    // Still there on every node (nobody may take the tick again), and on
+    // a quorum with what is left of minHold, not the 10 s lease, so the
+    // next tick can have it. A node that missed the cut (its connection
+    // reset on a starved machine) keeps the longer lease: later, never
+    // sooner.
+    for (const ttl of ttls) expect(ttl).toBeGreaterThan(0);
+    expect(
+      ttls.filter((ttl) => ttl <= 3000 - elapsed + 5).length,
+    ).toBeGreaterThanOrEqual(3);
     await expect(b.get(Jobs).tick()).resolves.toBeUndefined();
     await b.close();
     await Promise.all(clients.map((c) => c.quit()));
