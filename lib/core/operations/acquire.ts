@@ -184,6 +184,7 @@ async function acquireInTurn(
         timing,
         fencing,
         queue,
+        giveUpAt + timing.nodeTimeout,
       );
       if (trace) {
         trace.attempts = attempts;

@@ -39,30 +39,39 @@ export function attemptOnce<T>(
   const stop = stopReason(ctx, resources, attempts - 1, signal);
   if (stop !== undefined) return Promise.reject(stop);
   const value = randomValue();
-  return attempt(ctx, resources, keys, value, timing, fencing).then(
-    (result) => {
-      if (trace) {
-        trace.attempts = attempts;
-        trace.nodes = votesOf(result.ballots);
-      }
-      if (!result.lock)
-        return attempts === 1 && isSplitVote(result)
-          ? afterSplit(timing).then(() =>
-              attemptOnce(ctx, call, trace, failed, 2),
-            )
-          : failed(ctx, call, result, attempts);
-      const late = stopReason(ctx, resources, attempts, signal);
-      if (late === undefined) return result.lock;
-      // Granted while quit() ran (the caller could not release it) or
-      // after the caller gave up: take the keys back, while the
-      // connections are open.
-      return sendRelease(ctx, ctx.nodes, keys, value, timing.nodeTimeout, {
-        leave: true,
-      }).then(() => {
-        throw late;
-      });
-    },
-  );
+  // One node timeout for the attempt: a failed one settles by then.
+  const settleBy = ctx.clock.now() + timing.nodeTimeout;
+  return attempt(
+    ctx,
+    resources,
+    keys,
+    value,
+    timing,
+    fencing,
+    undefined,
+    settleBy,
+  ).then((result) => {
+    if (trace) {
+      trace.attempts = attempts;
+      trace.nodes = votesOf(result.ballots);
+    }
+    if (!result.lock)
+      return attempts === 1 && isSplitVote(result)
+        ? afterSplit(timing).then(() =>
+            attemptOnce(ctx, call, trace, failed, 2),
+          )
+        : failed(ctx, call, result, attempts);
+    const late = stopReason(ctx, resources, attempts, signal);
+    if (late === undefined) return result.lock;
+    // Granted while quit() ran (the caller could not release it) or
+    // after the caller gave up: take the keys back, while the
+    // connections are open.
+    return sendRelease(ctx, ctx.nodes, keys, value, timing.nodeTimeout, {
+      leave: true,
+    }).then(() => {
+      throw late;
+    });
+  });
 }
 
 /**

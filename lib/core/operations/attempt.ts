@@ -11,7 +11,6 @@ import {
 import { issueFencingTokens } from '../fencing/issue-tokens.js';
 import { fenceCounterKey } from '../fencing/tokens.js';
 import type { Lock } from '../lock.js';
-import type { RedlockNode } from '../nodes/redlock-node.js';
 import { poll, votesOf, type Ballot } from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
 import {
@@ -54,6 +53,7 @@ export function attempt(
   timing: ResolvedTiming,
   fencing = false,
   queue?: QueuePlace,
+  settleBy = Infinity,
 ): Promise<AttemptResult> {
   const { clock, config } = ctx;
   const start = clock.now();
@@ -82,6 +82,7 @@ export function attempt(
     counters,
     queue,
     latencies,
+    settleBy,
   };
   return poll(
     ctx.nodes,
@@ -119,6 +120,8 @@ interface SentAttempt {
   readonly queue: QueuePlace | undefined;
   /** Each node's answer time, while the `attempt` channel has subscribers. */
   readonly latencies: (number | undefined)[] | undefined;
+  /** When a failed attempt must have settled (clock ms): its caller's bound. */
+  readonly settleBy: number;
 }
 
 /** Notes node i's answer: for the wait queues, and for the `attempt` channel. */
@@ -175,11 +178,11 @@ async function fenced(
  * An attempt not held: takes back every grant, including grants whose
  * reply was lost (timeouts, errors, nodes still pending). A node that
  * answered "busy" ran a script that wrote nothing, so it is skipped.
- * Awaited on the nodes that granted (they answer: their keys are gone
- * when the caller hears of the failure), not on those that did not
- * answer, which would hold the caller another node timeout past its
- * `waitTimeout`; on each connection a next attempt follows the release,
- * and `quit()` waits for it.
+ * Awaited, so that a next attempt of the same value never meets it late
+ * (on a Cluster a redirected request can overtake another), but only
+ * until `settleBy`: a last attempt whose nodes do not answer would hold
+ * the caller another node timeout past its `waitTimeout`, and no attempt
+ * follows it. `quit()` waits for what is still out.
  */
 async function takeBack(
   ctx: RedlockContext,
@@ -189,25 +192,19 @@ async function takeBack(
   fencingFailure: LockFailureReason | undefined,
 ): Promise<AttemptResult> {
   const { start, timing, queue } = sent;
-  const ours: RedlockNode[] = [];
-  const maybeOurs: RedlockNode[] = [];
-  ctx.nodes.forEach((node, i) => {
-    const { outcome } = ballots[i];
-    if (outcome === 'granted' || outcome === 'quarantined') ours.push(node);
-    else if (outcome !== 'busy') maybeOurs.push(node);
-  });
-  const send = (nodes: RedlockNode[]) =>
-    awaitedByQuit(
+  const maybeOurs = ctx.nodes.filter((_, i) => ballots[i].outcome !== 'busy');
+  if (maybeOurs.length) {
+    const now = ctx.clock.now();
+    await awaitedByQuit(
       ctx,
-      sendRelease(ctx, nodes, sent.keys, sent.value, timing.nodeTimeout, {
+      sendRelease(ctx, maybeOurs, sent.keys, sent.value, timing.nodeTimeout, {
         name: queue?.name,
         leave: queue === undefined,
         // Past the lease, what the nodes did not delete has expired.
-        limitMs: start + timing.ttl - ctx.clock.now(),
+        limitMs: Math.min(start + timing.ttl, sent.settleBy) - now,
       }),
     );
-  if (maybeOurs.length) void send(maybeOurs);
-  if (ours.length) await send(ours);
+  }
   return {
     start,
     ballots,
