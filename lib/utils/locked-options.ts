@@ -1,7 +1,9 @@
 import type { RunOptions } from '../core/config/options.js';
 import { ON_LOCK_LOST } from '../core/config/defaults.js';
-import { CALL_OPTIONS } from '../core/config/option-names.js';
-import { closest } from '../core/util/closest.js';
+import {
+  CALL_OPTIONS,
+  unknownOptionProblem,
+} from '../core/config/option-names.js';
 import { durationProblem, show } from '../core/util/validate.js';
 import type { LockedOptions } from '../interfaces/locked-options.interface.js';
 import { retryAfterProblem } from './retry-after.js';
@@ -49,12 +51,10 @@ export function checkLockedOptions(options: unknown): string[] {
   const o = options as Record<string, unknown>;
   const problems: string[] = [];
   for (const field of Object.keys(o))
-    if (!(LOCKED_OPTIONS as readonly string[]).includes(field)) {
-      const near = closest(field, LOCKED_OPTIONS);
+    if (!(LOCKED_OPTIONS as readonly string[]).includes(field))
       problems.push(
-        `options.${field}: '${field}' is not an option${near ? `; did you mean '${near}'?` : ''} (known: ${LOCKED_OPTIONS.join(', ')})`,
+        `options.${field}: ${unknownOptionProblem(field, LOCKED_OPTIONS)}`,
       );
-    }
   const durations = [
     ...POSITIVE.map((field) => [field, 'positive'] as const),
     ...NON_NEGATIVE.map((field) => [field, 'non-negative'] as const),

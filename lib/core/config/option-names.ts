@@ -95,10 +95,18 @@ export function refuseUnknownOptions(
   if (!names) sets.set(known, (names = new Set(known)));
   for (const name in options) {
     if (names.has(name) || !Object.hasOwn(options, name)) continue;
-    const near = closest(name, known);
     throw new RedlockConfigError(
       `${prefix}${name}`,
-      `'${name}' is not an option${near ? `; did you mean '${near}'?` : ''} (known: ${known.join(', ')})`,
+      unknownOptionProblem(name, known),
     );
   }
+}
+
+/** Why `name` is refused: not among `known`, with the nearest known name. */
+export function unknownOptionProblem(
+  name: string,
+  known: readonly string[],
+): string {
+  const near = closest(name, known);
+  return `'${name}' is not an option${near ? `; did you mean '${near}'?` : ''} (known: ${known.join(', ')})`;
 }
