@@ -14,6 +14,7 @@ import {
 } from 'nestjs-redlock';
 import {
   closeAll,
+  flushed,
   inspect,
   quorumUrls,
   SLOW_RETRY,
@@ -154,6 +155,9 @@ describe('lock events on diagnostics_channel', () => {
     const bEnd = ends.find((m) => m.valueHash === hashOf(lock.value))!;
     expect(bEnd.waitMs).toBeGreaterThanOrEqual(80);
 
+    // Every node holds b's key first (an acquire settles at a quorum): a
+    // late node's grant would make a split vote, tried a second time.
+    await flushed(b);
     const refused = await a
       .acquire('hot', { waitTimeout: 0 })
       .catch((e: unknown) => e);
