@@ -2,7 +2,10 @@
 // know. Every source file stays under MAX_LINES (one purpose per file), and
 // lib/core (the `nestjs-redlock/core` entry) imports only Node, ioredis, its
 // own files and lib/errors, so that it loads without @nestjs/* or rxjs.
-// Import cycles are checked by dpdm, beside this in the lint script.
+// Folders of lib/core are layers: no two of them import each other, directly
+// or through a third (each file at the top of lib/core counts as a folder of
+// its own); type imports count too. Import cycles between files are checked
+// by dpdm, beside this in the lint script.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -36,6 +39,52 @@ for (const file of sources(lib)) {
     problems.push(`${name}: imports '${spec}': lib/core may import only node:*, ioredis, cluster-key-slot, lib/core and lib/errors`);
   }
 }
+problems.push(...folderCycles());
 for (const problem of problems) console.error(problem);
 console.log(`layout: ${problems.length ? `${problems.length} problem(s)` : 'ok'}`);
 process.exit(problems.length ? 1 : 0);
+
+/** The folder (or top-level file) of lib/core a file belongs to. */
+function unitOf(file) {
+  const rel = relative(core, file);
+  return rel.includes('/') ? rel.split('/')[0] + '/' : rel.replace(/\.(d\.)?ts$/, '');
+}
+
+/** Cycles between lib/core's folders: one problem per cycle, with an import that makes each edge. */
+function folderCycles() {
+  const edges = new Map();
+  for (const file of sources(core)) {
+    const text = readFileSync(file, 'utf8');
+    for (const [, spec] of text.matchAll(/(?:from|import)\s+'(\.[^']+)'/g)) {
+      const target = resolve(dirname(file), spec).replace(/\.js$/, '.ts');
+      if (!target.startsWith(core + '/')) continue;
+      const [a, b] = [unitOf(file), unitOf(target)];
+      if (a === b) continue;
+      if (!edges.has(a)) edges.set(a, new Map());
+      if (!edges.get(a).has(b)) edges.get(a).set(b, `${relative(root, file)} imports '${spec}'`);
+    }
+  }
+  // Tarjan's strongly connected components: each of more than one unit is a cycle.
+  const index = new Map(), low = new Map(), stack = [], onStack = new Set(), found = [];
+  let next = 0;
+  const visit = (v) => {
+    index.set(v, next); low.set(v, next++); stack.push(v); onStack.add(v);
+    for (const w of edges.get(v)?.keys() ?? []) {
+      if (!index.has(w)) { visit(w); low.set(v, Math.min(low.get(v), low.get(w))); }
+      else if (onStack.has(w)) low.set(v, Math.min(low.get(v), index.get(w)));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component = [];
+    let w;
+    do { w = stack.pop(); onStack.delete(w); component.push(w); } while (w !== v);
+    if (component.length > 1) found.push(component.sort());
+  };
+  for (const v of edges.keys()) if (!index.has(v)) visit(v);
+  return found.map((component) => {
+    const inside = new Set(component);
+    const why = component.flatMap((a) =>
+      [...(edges.get(a) ?? [])].filter(([b]) => inside.has(b)).map(([b, how]) => `    ${a} -> ${b}: ${how}`),
+    );
+    return `lib/core folders import each other: ${component.join(', ')} (a lower layer must not import a higher one)\n${why.join('\n')}`;
+  });
+}

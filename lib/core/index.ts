@@ -1,7 +1,23 @@
 // `nestjs-redlock/core`: the framework-free lock, loading no @nestjs/* and no
-// rxjs. `nestjs-redlock` re-exports all of it beside the Nest module.
-export * from '../errors/index.js';
-export * from './config/defaults.js';
+// rxjs. `nestjs-redlock` re-exports all of it beside the Nest module (and
+// the errors only the Nest layer throws: LockKeyError,
+// LockServiceUnavailableError). Names are listed, not `export *`: a helper
+// exported for another file of lib/ does not become public by accident.
+export type { NodeOutcome, NodeVote } from '../errors/node-vote.js';
+export { LockExtendError } from '../errors/lock-extend.error.js';
+export { LockLostError } from '../errors/lock-lost.error.js';
+export {
+  LockNotAcquiredError,
+  type LockFailureReason,
+} from '../errors/lock-not-acquired.error.js';
+export { RedlockConfigError } from '../errors/redlock-config.error.js';
+export {
+  isRedlockError,
+  REDLOCK_ERROR_BRAND,
+  RedlockError,
+} from '../errors/redlock.error.js';
+export { StaleFencingTokenError } from '../errors/stale-fencing-token.error.js';
+export { HEALTH_TIMEOUT_MS, REDLOCK_DEFAULTS } from './config/defaults.js';
 export type * from './config/options.js';
 export type { RedlockStats } from './context.js';
 export {
@@ -17,9 +33,12 @@ export {
   type WaitMessage,
   type WokenMessage,
 } from './events/channels.js';
-export * from './fencing/fence.js';
+export { fenceOf, type Fence } from './fencing/fence.js';
 export type { FencedCommand } from './fencing/fenced-command.js';
-export * from './fencing/fenced-store.js';
+export {
+  FencedStore,
+  type FencedStoreOptions,
+} from './fencing/fenced-store.js';
 export {
   compareFencingTokens,
   fenceCounterKey,
@@ -27,6 +46,7 @@ export {
   type FencingToken,
 } from './fencing/tokens.js';
 export { Lock, type ReleaseResult } from './lock.js';
+export type { LockManager } from './lock-manager.js';
 export type { NodeHealth, RedlockHealth } from './nodes/health.js';
 export type {
   LockHolder,
@@ -34,6 +54,13 @@ export type {
   NodeInspection,
 } from './operations/inspect.js';
 export { Redlock } from './redlock.js';
-export * from './util/clock.js';
-export * from './waiting/wait-strategy.js';
-export * from './waiting/wake-on-release.js';
+export { monotonicClock, type Clock } from './util/clock.js';
+export {
+  fallbackDelay,
+  JitteredRetry,
+  type WaitContext,
+  type WaitStrategy,
+} from './contention/wait-strategy.js';
+// The default strategy: made by `Redlock` with its release listener, so a
+// type here (an option left unset gives it).
+export type { WakeOnRelease } from './contention/wake-on-release.js';

@@ -6,7 +6,11 @@ import type { Clock } from './util/clock.js';
 
 export type { ReleaseResult } from './release-result.js';
 
-/** @internal The operations a lock needs from the algorithm (implemented by `Redlock`). */
+/**
+ * The operations a lock needs from the algorithm (every `LockManager`:
+ * `Redlock`, `InMemoryRedlock`). Not exported by the entry points, but kept
+ * in the published typings (not `@internal`): typings of other files name it.
+ */
 export interface LockOperations {
   readonly clock: Clock;
   extendLock(lock: Lock, ttl: number | undefined): Promise<void>;
@@ -197,4 +201,38 @@ export class Lock {
     }
     return this.lost;
   }
+}
+
+/** @internal What a new `Lock` is made of, beyond its instance. */
+export interface LockInit {
+  readonly resources: readonly string[];
+  readonly keys: readonly string[];
+  readonly value: string;
+  readonly ttl: number;
+  /** Monotonic deadline of validity. */
+  readonly deadline: number;
+  /** Its name in the nodes' wait queues, if it waited in them. */
+  readonly queueName?: string;
+  /** The acquire had to wait (in this process or on the nodes). */
+  readonly waited?: boolean;
+  /** The nodes made the acquire wait: another process competes for it. */
+  readonly waitedInRedis?: boolean;
+}
+
+/** @internal Every `Lock` of an instance is made here; `ops`: the instance's. */
+export function createLock(ops: LockOperations, init: LockInit): Lock {
+  const lock = new Lock(
+    ops,
+    init.resources,
+    init.keys,
+    init.value,
+    init.ttl,
+    init.deadline,
+    init.queueName,
+  );
+  if (init.waited) lock.waited = true;
+  if (init.waitedInRedis) lock.waitedInRedis = true;
+  if (channels.release.hasSubscribers || channels.lost.hasSubscribers)
+    lock.acquiredAt = ops.clock.now();
+  return lock;
 }

@@ -17,23 +17,22 @@ import {
   traceAcquire,
   traceExtend,
   traceRelease,
-} from './events/trace.js';
-import type { LocalQueue } from './handoff/local-queue.js';
-import type { Lock, LockOperations, ReleaseResult } from './lock.js';
+} from './operations/trace.js';
+import type { Contention } from './contention/contention.js';
+import type { Lock, ReleaseResult } from './lock.js';
+import type { LockManager } from './lock-manager.js';
 import type { RedlockHealth } from './nodes/health.js';
 import type { RedlockNode } from './nodes/redlock-node.js';
-import type { RestartQuarantine } from './nodes/restart-quarantine.js';
+import type { NodeStanding } from './nodes/node-standing.js';
 import { acquire } from './operations/acquire.js';
 import { extendLock, extendMany } from './operations/extend.js';
 import { hold } from './operations/hold.js';
 import { inspect, type LockInspection } from './operations/inspect.js';
-import { health, openContext, quit, ready } from './operations/lifecycle.js';
+import { health, openContext, quit, ready } from './lifecycle/lifecycle.js';
 import { leaveLock } from './operations/leave.js';
 import { releaseLock } from './operations/release.js';
 import { tryAcquire } from './operations/try-acquire.js';
 import type { Clock } from './util/clock.js';
-import type { ReleaseListener } from './waiting/release-listener.js';
-import type { Reservations } from './waiting/reservations.js';
 import type { KeepAlive } from './watchdog/keep-alive.js';
 
 /**
@@ -43,8 +42,8 @@ import type { KeepAlive } from './watchdog/keep-alive.js';
  *
  * @publicApi
  */
-export class Redlock implements LockOperations {
-  /** What every operation of this instance shares; they live in `operations/`. */
+export class Redlock implements LockManager {
+  /** @internal What every operation of this instance shares; they live in `operations/`. */
   private readonly ctx: RedlockContext;
 
   constructor(options: RedlockOptions) {
@@ -86,14 +85,9 @@ export class Redlock implements LockOperations {
     return this.ctx.config.metaPrefix;
   }
 
-  /** @internal Waiting acquires of this instance, queued per resource set. */
-  get localQueue(): LocalQueue {
-    return this.ctx.localQueue;
-  }
-
-  /** @internal Release announcements from the nodes. */
-  get releases(): ReleaseListener {
-    return this.ctx.releases;
+  /** @internal Callers competing for the same resources: queues, handoffs, release messages. */
+  get contention(): Contention {
+    return this.ctx.contention;
   }
 
   /** @internal The batched watchdog of every lock `using()` holds. */
@@ -101,14 +95,9 @@ export class Redlock implements LockOperations {
     return this.ctx.keepAlive;
   }
 
-  /** @internal Queue places that releases took for this instance's next acquire. */
-  get reservations(): Reservations {
-    return this.ctx.reservations;
-  }
-
-  /** @internal Which nodes' grants count, after restarts (see `restartQuarantine`). */
-  get quarantine(): RestartQuarantine {
-    return this.ctx.quarantine;
+  /** @internal Which nodes' grants count, after restarts and clock trouble. */
+  get standing(): NodeStanding {
+    return this.ctx.standing;
   }
 
   /** True once `quit()` was called: acquires are refused from then on. */
@@ -116,7 +105,7 @@ export class Redlock implements LockOperations {
     return this.ctx.closed;
   }
 
-  /** Resolves timing for one call: the instance's, overridden by the call's. */
+  /** @internal Resolves timing for one call: the instance's, overridden by the call's. */
   resolveTiming(options?: AcquireOptions): ResolvedTiming {
     return callTiming(this.ctx.config, options);
   }
@@ -258,13 +247,12 @@ export class Redlock implements LockOperations {
     return traceExtend(lock, ttl, () => extendLock(this.ctx, lock, ttl));
   }
 
-  /** @internal Called by `Lock.release`. */
   /** @internal Called by `Lock.letExpire`. */
   leaveLock(lock: Lock, ms: number): Promise<ReleaseResult> {
     return leaveLock(this.ctx, lock, ms);
   }
 
-  /** @internal */
+  /** @internal Called by `Lock.release`. */
   releaseLock(lock: Lock): Promise<ReleaseResult> {
     if (!channels.release.hasSubscribers) return releaseLock(this.ctx, lock);
     return traceRelease(lock, () => releaseLock(this.ctx, lock));

@@ -123,12 +123,12 @@ describe('a Redis Cluster as a node', () => {
       expect(channels).toHaveLength(1);
       const queue = await owner.admin().keys(`*q:${key}`);
       expect(queue).toHaveLength(1);
-      const wakeups = waiter.releases.wakeups;
+      const wakeups = waiter.contention.listener.wakeups;
       await held.release();
       const lock = await waiting;
       // Woken by the message, not by its 5 s fallback retry.
       expect(performance.now() - start).toBeLessThan(3000);
-      expect(waiter.releases.wakeups).toBeGreaterThan(wakeups);
+      expect(waiter.contention.listener.wakeups).toBeGreaterThan(wakeups);
       await lock.release();
     }
   }, 30_000);

@@ -38,7 +38,7 @@ describe('clockMonitor: a node whose clock runs fast does not count', () => {
     return redlock;
   };
   const monitorOf = (redlock: Redlock): ClockMonitor =>
-    (redlock.quarantine as NodeStanding).clockMonitor;
+    (redlock.standing as NodeStanding).clockMonitor;
   /** Waits, bounded, until `check()` holds; returns whether it does. */
   const until = async (check: () => boolean, ms: number) => {
     for (const end = Date.now() + ms; !check() && Date.now() < end;)

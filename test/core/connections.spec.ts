@@ -129,7 +129,7 @@ describe('connection settings reach the nodes unchanged', () => {
     expect(await first.ready()).toBe(true);
     // The server may have started less than a second ago: uptime is read
     // in whole seconds, so its 1 ms quarantine may still run for 1 ms.
-    for (let i = 0; i < 100 && !first.quarantine.counts(0); i++)
+    for (let i = 0; i < 100 && !first.standing.counts(0); i++)
       await new Promise((r) => setTimeout(r, 10));
     expect((await first.health()).healthy).toBe(true);
     const held = await first.acquire(['acl-a', 'acl-b']);

@@ -159,8 +159,8 @@ describe('JitteredRetry against real Redis', () => {
     for (const client of admin) {
       expect(await scanKeys(client, `${metaPrefix}*`)).toEqual([]);
       expect(
-        await client.call('PUBSUB', 'NUMSUB', waiter.releases.channel),
-      ).toEqual([waiter.releases.channel, 0]);
+        await client.call('PUBSUB', 'NUMSUB', waiter.contention.listener.channel),
+      ).toEqual([waiter.contention.listener.channel, 0]);
     }
     await held.release();
     const releasedAt = performance.now();
@@ -173,7 +173,7 @@ describe('JitteredRetry against real Redis', () => {
     expect(gotAt - releasedAt).toBeGreaterThan(1000);
     expect(events.seen.filter((e) => e.kind === 'attempt')).toHaveLength(2);
     expect(events.seen.some((e) => e.kind === 'woken')).toBe(false);
-    expect(waiter.releases.wakeups).toBe(0);
+    expect(waiter.contention.listener.wakeups).toBe(0);
     await lock.release();
   });
 

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { Redlock, monotonicClock, type Clock } from 'nestjs-redlock';
-import { transferred } from '../../lib/core/operations/await-turn.js';
-import type { RedlockContext } from '../../lib/core/context.js';
-import type { QueuePlace } from '../../lib/core/waiting/queue-place.js';
+import { transferred } from '../../lib/core/contention/transferred.js';
+import type { ContentionHost } from '../../lib/core/contention/host.js';
+import type { QueuePlace } from '../../lib/core/contention/queue-place.js';
 import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
 
 /** The real clock plus an offset the test pushes forward (time "passing" during a call). */
@@ -66,9 +66,9 @@ describe('a lapsed lock stays lapsed', () => {
     // The rule itself (transferred()), on a context of three nodes.
     const ctx = {
       quorum: 2,
-      quarantine: { counts: () => true },
+      standing: { counts: () => true },
       clock: monotonicClock,
-    } as unknown as RedlockContext;
+    } as unknown as ContentionHost;
     const waiter = (queue: QueuePlace) => ({
       resources: ['r'],
       keys: ['lock:r'],

@@ -45,7 +45,7 @@ describe('restartQuarantine: a node that restarted does not count until it has b
     await redlock.ready();
     const up = () =>
       redlock.nodes.every(
-        (n, i) => n.client.status === 'ready' && redlock.quarantine.checked(i),
+        (n, i) => n.client.status === 'ready' && redlock.standing.checked(i),
       );
     for (let i = 0; i < 300 && !up(); i++) await sleep(10);
   };
@@ -218,7 +218,7 @@ describe('restartQuarantine: a node that restarted does not count until it has b
     for (
       let i = 0;
       i < 300 &&
-      !(c.quarantine.checked(2) && plain.nodes[2].client.status === 'ready');
+      !(c.standing.checked(2) && plain.nodes[2].client.status === 'ready');
       i++
     )
       await sleep(10);

@@ -128,7 +128,7 @@ const withCa = (s: TlsRedisServer): RedisOptions => ({
     const holder = make(clients());
     const waiter = make(clients());
     await startListening(holder, waiter);
-    const wakeups = waiter.releases.wakeups;
+    const wakeups = waiter.contention.listener.wakeups;
     const held = await holder.acquire('woken', { ttl: 10_000 });
     await flushed(holder);
     const started = performance.now();
@@ -139,7 +139,7 @@ const withCa = (s: TlsRedisServer): RedisOptions => ({
     const lock = await waiting;
     expect(performance.now() - started).toBeLessThan(2500);
     expect(lock.waitedInRedis).toBe(true);
-    expect(waiter.releases.wakeups).toBeGreaterThan(wakeups);
+    expect(waiter.contention.listener.wakeups).toBeGreaterThan(wakeups);
     await lock.release();
   });
 

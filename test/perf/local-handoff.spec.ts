@@ -5,7 +5,7 @@ import type {
   RedlockOptions,
   ReleaseResult,
 } from 'nestjs-redlock';
-import { LOCAL_HANDOFF_WINDOW_MS } from '../../lib/core/handoff/line.js';
+import { LOCAL_HANDOFF_WINDOW_MS } from '../../lib/core/contention/line.js';
 import {
   flushed,
   scriptCalls,
@@ -232,7 +232,7 @@ describe('in-process handoff', () => {
     const remoteLock = await remote;
     await expectHeldEverywhere(prefix, remoteLock);
     await flushed(replica);
-    expect(replica.localQueue.size).toBe(0);
+    expect(replica.contention.queue.size).toBe(0);
     await remoteLock.release();
   });
 
@@ -362,7 +362,7 @@ describe('in-process handoff', () => {
       // The nodes were asked (it settles once a quorum deleted the keys).
       expect(result.released).toBe(true);
       expect(result.nodes).toHaveLength(servers.length);
-      expect(redlock.localQueue.size).toBe(0);
+      expect(redlock.contention.queue.size).toBe(0);
     };
     const plain = make(uniquePrefix('plain'));
     await released(plain, await plain.acquire('sku'));

@@ -260,7 +260,7 @@ describe('queue places reserved by a release', () => {
     const replica = make(prefix);
     const lock = await replica.acquire('sku');
     await lock.release();
-    expect(replica.reservations.size).toBe(0);
+    expect(replica.contention.reservations.size).toBe(0);
     expect(await queues(prefix, 'sku')).toEqual(servers.map(() => []));
   });
 });

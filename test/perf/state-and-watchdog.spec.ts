@@ -8,7 +8,7 @@ import {
   startServers,
   type RedisServer,
 } from '../../scripts/redis-nodes.mjs';
-import { LINES_BEFORE_SWEEP } from '../../lib/core/handoff/local-queue.js';
+import { LINES_BEFORE_SWEEP } from '../../lib/core/contention/local-queue.js';
 import {
   closeAll,
   flushed,
@@ -101,10 +101,10 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
 
     // The last contended releases may be held back until the loop turns.
     await Promise.all([flushed(redlock), flushed(other)]);
-    expect(redlock.localQueue.size).toBe(0);
-    expect(redlock.releases.size).toBe(0);
+    expect(redlock.contention.queue.size).toBe(0);
+    expect(redlock.contention.listener.size).toBe(0);
     expect(redlock.keepAlive.size).toBe(0);
-    expect(other.localQueue.size).toBe(0);
+    expect(other.contention.queue.size).toBe(0);
     expect(await subscriptions()).toBe(subsBefore);
     await new Promise((r) => setTimeout(r, 1600));
     for (const client of admin) {
@@ -135,16 +135,16 @@ describe('no per-resource state outlives its lock; batched watchdog', () => {
             expiring.acquire(`job:${i + j}`),
           ),
         );
-      expect(expiring.localQueue.size).toBe(count);
+      expect(expiring.contention.queue.size).toBe(count);
       await new Promise((r) => setTimeout(r, 400));
       // The next new line finds them run out, and ends them.
       const next = await expiring.acquire('job:next');
-      expect(expiring.localQueue.size).toBe(1);
+      expect(expiring.contention.queue.size).toBe(1);
       // A swept resource is free again: its key ran out on the nodes.
       const again = await expiring.tryAcquire('job:0');
       expect(again).not.toBeNull();
       await Promise.all([next.release(), again?.release()]);
-      expect(expiring.localQueue.size).toBe(0);
+      expect(expiring.contention.queue.size).toBe(0);
     } finally {
       await expiring.quit();
     }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Lock, ReleaseResult } from 'nestjs-redlock';
-import { MAX_RENEWALS } from '../../lib/core/handoff/line.js';
+import { MAX_RENEWALS } from '../../lib/core/contention/line.js';
 import { KEEP_SCRIPT } from '../../lib/core/scripts/index.js';
 import {
   flushed,

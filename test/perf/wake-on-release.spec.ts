@@ -49,7 +49,7 @@ describe('wake on release, local queue', () => {
     await held.release();
     const lock = await pending;
     expect(Date.now() - start).toBeLessThan(5000);
-    expect(waiter.releases.wakeups).toBeGreaterThanOrEqual(1);
+    expect(waiter.contention.listener.wakeups).toBeGreaterThanOrEqual(1);
     expect(lock.isHeld).toBe(true);
     await lock.release();
   });
@@ -97,11 +97,11 @@ describe('wake on release, local queue', () => {
     const start = Date.now();
     const pending = waiter.acquire(resource, SLOW_RETRY);
     await new Promise((r) => setTimeout(r, 200));
-    const wakeups = waiter.releases.wakeups;
+    const wakeups = waiter.contention.listener.wakeups;
     await second.release();
     const lock = await pending;
     expect(Date.now() - start).toBeLessThan(3000);
-    expect(waiter.releases.wakeups).toBeGreaterThan(wakeups);
+    expect(waiter.contention.listener.wakeups).toBeGreaterThan(wakeups);
     await lock.release();
   };
 
@@ -128,7 +128,7 @@ describe('wake on release, local queue', () => {
       await subscribe(owner, waiter, 'sku:f');
       // Kill the subscribers; when one has reconnected and subscribes
       // again, drop its connection before the node can answer.
-      const sub = (waiter.releases as unknown as { subscribers: Redis[] })
+      const sub = (waiter.contention.listener as unknown as { subscribers: Redis[] })
         .subscribers[0];
       sub.once('ready', () => process.nextTick(() => sub.stream.destroy()));
       await Promise.all(
@@ -199,12 +199,12 @@ describe('wake on release, local queue', () => {
     await Promise.all(
       admin.map((client) => client.call('CLIENT', 'KILL', 'TYPE', 'pubsub')),
     );
-    const wakeups = waiter.releases.wakeups;
+    const wakeups = waiter.contention.listener.wakeups;
     await held.release();
     const key = `${prefix}sku:l`;
     const lock = await pending;
     // No message reached it: it asked, and found its own value.
-    expect(waiter.releases.wakeups).toBe(wakeups);
+    expect(waiter.contention.listener.wakeups).toBe(wakeups);
     // Woken by its reconnected subscriber (or its fallback), not by 5 s.
     expect(Date.now() - start).toBeLessThan(4000);
     const values = await Promise.all(admin.map((c) => c.get(key)));
@@ -531,7 +531,7 @@ describe('wake on release, local queue', () => {
     await Promise.all([...replicas.map(work), faults]);
     expect(sections).toBe(240);
     expect(overlaps).toBe(0);
-    const given = replicas.reduce((n, r) => n + r.releases.wakeups, 0);
+    const given = replicas.reduce((n, r) => n + r.contention.listener.wakeups, 0);
     expect(given).toBeGreaterThan(0);
   });
 
@@ -563,7 +563,7 @@ describe('wake on release, local queue', () => {
     expect(hundred).toBeLessThanOrEqual(one * 2 + 15);
     // The last release may be held back until the loop turns (deferred).
     await flushed(waiting);
-    expect(waiting.localQueue.size).toBe(0);
+    expect(waiting.contention.queue.size).toBe(0);
   });
 
   it('serves waiters of one process first come, first served', async () => {
@@ -591,7 +591,7 @@ describe('wake on release, local queue', () => {
       .catch((e: unknown) => e);
     expect((error as Error).name).toBe('LockNotAcquiredError');
     await held.release();
-    expect(redlock.localQueue.size).toBe(0);
+    expect(redlock.contention.queue.size).toBe(0);
   });
 
   it('a local waiter takes its turn when the holder lets its lock expire without releasing it', async () => {

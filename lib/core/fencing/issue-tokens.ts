@@ -22,7 +22,7 @@ export interface FencingQuorum {
   readonly isDecided: (tally: Tally) => boolean;
   readonly clock: Clock;
   /** Nodes younger than `restartQuarantine` store tokens, but do not count. */
-  readonly quarantine: Pick<RestartQuarantine, 'grant'>;
+  readonly standing: Pick<RestartQuarantine, 'grant'>;
 }
 
 /**
@@ -59,7 +59,7 @@ export async function issueFencingTokens(
       (node) => node.run(FENCE_SCRIPT, counterKeys, args),
       (reply, i) =>
         (reply as unknown[])[0] === 1
-          ? ctx.quarantine.grant(i, counterKeys)
+          ? ctx.standing.grant(i, counterKeys)
           : 'busy',
       nodeTimeout,
       ctx.isDecided,

@@ -8,7 +8,7 @@ import {
 } from '../config/resolve.js';
 import { normalizeResources } from '../config/resources.js';
 import type { ResolvedTiming } from '../config/timing.js';
-import { lineOf } from '../handoff/line.js';
+import { lineOf } from '../contention/line.js';
 
 /** What one acquire call asks for, its options resolved. */
 export interface AcquireCall {

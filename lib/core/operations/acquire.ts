@@ -2,19 +2,20 @@ import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error.js';
 import type { AcquireOptions } from '../config/options.js';
 import { queueLife } from '../config/timing.js';
 import type { RedlockContext } from '../context.js';
-import type { AcquireTrace } from '../events/trace.js';
-import { Lock } from '../lock.js';
+import type { AcquireTrace } from './trace.js';
+import type { Lock } from '../lock.js';
 import { votesOf } from '../nodes/poll.js';
 import { randomValue } from '../util/lock-value.js';
 import { rejected } from '../util/rejected.js';
-import type { QueuePlace } from '../waiting/queue-place.js';
+import type { QueuePlace } from '../contention/queue-place.js';
 import { resolveCall, type AcquireCall } from './acquire-call.js';
 import { attempt } from './attempt.js';
 import { notAcquired } from './not-acquired.js';
 import { attemptOnce, notAcquiredOnce } from './attempt-once.js';
-import { awaitedByQuit } from './release.js';
-import { awaitTurn, transferred, type Waiter } from './await-turn.js';
-import { sendRelease } from './send-release.js';
+import { awaitedByQuit } from '../util/awaited-by-quit.js';
+import type { Waiter } from '../contention/transferred.js';
+import { awaitTurn } from './await-turn.js';
+import { sendRelease } from '../nodes/send-release.js';
 import { closedError, stopReason } from './stop.js';
 
 /**
@@ -35,7 +36,7 @@ export function acquire(
     const giveUpAt = ctx.clock.now() + call.timing.waitTimeout;
     // Callers of this process for the same resources take turns: only the
     // one whose turn it is talks to Redis. A free line is ours at once.
-    if (ctx.localQueue.open(call.line))
+    if (ctx.contention.open(call.line))
       return inTurn(ctx, call, giveUpAt, false, trace);
     return afterLocalTurn(ctx, call, giveUpAt, trace);
   } catch (error) {
@@ -51,22 +52,22 @@ async function afterLocalTurn(
   trace: AcquireTrace | undefined,
 ): Promise<Lock> {
   const { timing, signal, line } = call;
-  const turn = await ctx.localQueue.enter(
+  const turn = await ctx.contention.enter(
     line,
     Math.ceil(timing.ttl),
     timing.waitTimeout,
     signal,
   );
-  if (turn instanceof Lock) {
+  if (turn.kind === 'handed') {
     // The previous holder in this process handed its lease over.
-    ctx.localQueue.hold(line, turn);
-    ctx.held.add(turn);
+    ctx.contention.hold(line, turn.lock);
+    ctx.held.add(turn.lock);
     count(ctx, true);
-    return turn;
+    return turn.lock;
   }
-  if (!turn) {
+  if (turn.kind === 'timedOut') {
     if (ctx.closed) throw closedError(call.resources, 0);
-    const holder = ctx.localQueue.holderOf(line);
+    const holder = ctx.contention.holderOf(line);
     throw new LockNotAcquiredError(
       call.resources,
       0,
@@ -98,7 +99,7 @@ function inTurn(
         ? attemptOnce(ctx, call, trace, notAcquiredOnce)
         : acquireInTurn(ctx, call, giveUpAt, trace);
   } catch (error) {
-    ctx.localQueue.leave(line);
+    ctx.contention.leave(line);
     return rejected(error);
   }
   ctx.active.set(acquiring, timing.nodeTimeout);
@@ -107,12 +108,12 @@ function inTurn(
       ctx.active.delete(acquiring);
       ctx.held.add(lock);
       count(ctx, queuedLocally || lock.waited);
-      ctx.localQueue.hold(line, lock);
+      ctx.contention.hold(line, lock);
       return lock;
     },
     (error: unknown) => {
       ctx.active.delete(acquiring);
-      ctx.localQueue.leave(line);
+      ctx.contention.leave(line);
       throw error;
     },
   );
@@ -131,18 +132,18 @@ async function acquireInTurn(
   // A release may give the key outright only to a single-resource lock
   // without fencing (lease > 0 in its name, see transferred()).
   const waits =
-    timing.waitTimeout > 0 && ctx.waitStrategy.listensForReleases === true;
+    timing.waitTimeout > 0 && ctx.contention.listens;
   const lease = keys.length === 1 && !fencing ? Math.ceil(timing.ttl) : 0;
   // A place the release of our previous lock took for us (see the release
   // script): adopt it instead of asking to be queued.
   const reserved =
-    waits && lease > 0 ? ctx.reservations.take(line, lease) : undefined;
+    waits && lease > 0 ? ctx.contention.takeReservation(line, lease) : undefined;
   const value = reserved?.value ?? randomValue();
   const queue: QueuePlace | undefined = waits
     ? {
         life: queueLife(timing),
         arrival: reserved?.arrival ?? Date.now(),
-        name: reserved?.name ?? ctx.releases.member(value, lease),
+        name: reserved?.name ?? ctx.contention.member(value, lease),
         answeredAt: reserved ? ctx.nodes.map(() => reserved.sentAt) : [],
         refusedAt: [],
       }
@@ -152,7 +153,7 @@ async function acquireInTurn(
   let takeBack = false;
   // A key given to us while an attempt is still out is heard all the
   // same, once this instance listens (its first wait subscribes).
-  let stopExpecting = queue && ctx.releases.expect(keys, value);
+  let stopExpecting = queue && ctx.contention.expect(keys, value);
   try {
     if (reserved && queue && reserved.placed >= ctx.quorum) {
       // quit() or an abort in the turn between acquire()'s own check
@@ -163,14 +164,14 @@ async function acquireInTurn(
       // Queued on a quorum: the key went to the waiter before us there, so
       // an attempt could only be refused. Wait for our turn.
       const lock = reserved.heard
-        ? transferred(ctx, waiter, ctx.releases.takeGiven(value))
+        ? ctx.contention.transferred(waiter, ctx.contention.takeGiven(value))
         : await awaitTurn(ctx, waiter, {
             attempt: attempts,
             remaining: giveUpAt - ctx.clock.now(),
             signal,
           });
       if (lock) return lock;
-      stopExpecting ??= ctx.releases.expect(keys, value);
+      stopExpecting ??= ctx.contention.expect(keys, value);
     }
     for (;;) {
       const stop = stopReason(ctx, resources, attempts, signal);
@@ -215,7 +216,7 @@ async function acquireInTurn(
         signal,
       });
       if (lock) return lock;
-      if (queue) stopExpecting ??= ctx.releases.expect(keys, value);
+      if (queue) stopExpecting ??= ctx.contention.expect(keys, value);
     }
   } catch (error) {
     // Gave up (timeout, abort, outage, quit()): leave the nodes' wait

@@ -1,5 +1,5 @@
 import type { RedlockContext } from '../context.js';
-import type { AcquireTrace } from '../events/trace.js';
+import type { AcquireTrace } from './trace.js';
 import type { Lock } from '../lock.js';
 import type { ResolvedTiming } from '../config/timing.js';
 import { votesOf } from '../nodes/poll.js';
@@ -8,7 +8,7 @@ import { randomValue } from '../util/lock-value.js';
 import type { AcquireCall } from './acquire-call.js';
 import { attempt, type AttemptResult } from './attempt.js';
 import { notAcquired } from './not-acquired.js';
-import { sendRelease } from './send-release.js';
+import { sendRelease } from '../nodes/send-release.js';
 import { stopReason } from './stop.js';
 
 /**

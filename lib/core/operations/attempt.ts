@@ -1,6 +1,6 @@
 import type { LockFailureReason } from '../../errors/lock-not-acquired.error.js';
 import type { ResolvedTiming } from '../config/timing.js';
-import { createLock, type RedlockContext } from '../context.js';
+import type { RedlockContext } from '../context.js';
 import {
   channels,
   tokensOf,
@@ -10,7 +10,7 @@ import {
 } from '../events/channels.js';
 import { issueFencingTokens } from '../fencing/issue-tokens.js';
 import { fenceCounterKey } from '../fencing/tokens.js';
-import type { Lock } from '../lock.js';
+import { createLock, type Lock } from '../lock.js';
 import { poll, votesOf, type Ballot } from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
 import {
@@ -19,9 +19,9 @@ import {
   acquireReply,
   packPlace,
 } from '../scripts/index.js';
-import type { QueuePlace } from '../waiting/queue-place.js';
-import { awaitedByQuit } from './release.js';
-import { sendRelease } from './send-release.js';
+import type { QueuePlace } from '../contention/queue-place.js';
+import { awaitedByQuit } from '../util/awaited-by-quit.js';
+import { sendRelease } from '../nodes/send-release.js';
 
 /** The outcome of one acquire attempt. */
 export interface AttemptResult {
@@ -97,7 +97,7 @@ export function attempt(
       // given to us there earlier still stood (see transferred()).
       if (queue && start >= (queue.answeredAt[i] ?? -Infinity))
         queue.refusedAt[i] = granted ? undefined : (refusedAt ?? NaN);
-      return granted ? ctx.quarantine.grant(i, keys) : 'busy';
+      return granted ? ctx.standing.grant(i, keys) : 'busy';
     },
     timing.nodeTimeout,
     ctx.isDecided,
@@ -144,7 +144,7 @@ function settle(
   const validity = timing.ttl - (ctx.clock.now() - start) - timing.drift;
   if (granted < ctx.quorum || validity <= 0)
     return takeBack(ctx, sent, ballots, granted, undefined);
-  const lock = createLock(ctx, {
+  const lock = createLock(ctx.lockOps, {
     resources: sent.resources,
     keys: sent.keys,
     value: sent.value,

@@ -33,7 +33,7 @@ export async function extendLock(
   );
   const start = ctx.clock.now();
   const { recreateOnExtend } = ctx.config;
-  const clocks = ctx.quarantine.clockMonitor;
+  const clocks = ctx.standing.clockMonitor;
   const ballots = await poll(
     ctx.nodes,
     (node) =>
@@ -142,7 +142,7 @@ export async function extendMany(
     shortest / 2,
   );
   const votes = new Uint16Array(locks.length);
-  const clocks = ctx.quarantine.clockMonitor;
+  const clocks = ctx.standing.clockMonitor;
   // With recreateOnExtend: per node, the locks it refused (see extendLock).
   const refused = ctx.config.recreateOnExtend
     ? new Map<number, number[]>()

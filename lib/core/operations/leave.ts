@@ -1,10 +1,10 @@
 import type { RedlockContext } from '../context.js';
-import { lineOf } from '../handoff/line.js';
+import { lineOf } from '../contention/line.js';
 import type { Lock, ReleaseResult } from '../lock.js';
 import { poll, votesOf } from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
 import { EXTEND_SCRIPT } from '../scripts/index.js';
-import { awaitedByQuit } from './release.js';
+import { awaitedByQuit } from '../util/awaited-by-quit.js';
 
 /**
  * See `Lock.letExpire`: the lease cut to `ms` on every node that holds our
@@ -31,7 +31,7 @@ export function leaveLock(
   ).then((ballots) => {
     // The next caller of this process goes to the nodes, which refuse it
     // until the keys expire.
-    ctx.localQueue.leave(line, lock);
+    ctx.contention.leave(line, lock);
     return {
       released: false,
       expired,

@@ -1,6 +1,6 @@
 import type { AcquireOptions } from '../config/options.js';
 import type { RedlockContext } from '../context.js';
-import type { AcquireTrace } from '../events/trace.js';
+import type { AcquireTrace } from './trace.js';
 import type { Lock } from '../lock.js';
 import { resolveCall, type AcquireCall } from './acquire-call.js';
 import type { AttemptResult } from './attempt.js';
@@ -23,12 +23,12 @@ export async function tryAcquire(
   // A release of this process held back for whoever asks next: ours, as
   // for acquire() (the key is still on the nodes, so an attempt would
   // find it busy).
-  const adopted = ctx.localQueue.takeLingering(
+  const adopted = ctx.contention.takeLingering(
     call.line,
     Math.ceil(call.timing.ttl),
   );
   if (adopted) {
-    ctx.localQueue.hold(call.line, adopted);
+    ctx.contention.hold(call.line, adopted);
     ctx.held.add(adopted);
     return adopted;
   }

@@ -1,4 +1,4 @@
-import type { Lock } from '../lock.js';
+import type { Lock } from './lock.js';
 
 /**
  * Locks held before a new one makes the set drop the locks that ran out

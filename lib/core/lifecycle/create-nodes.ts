@@ -6,12 +6,12 @@ import {
   isClusterConfig,
 } from '../cluster/cluster-config.js';
 import { ClusterNode } from '../cluster/cluster-node.js';
-import { DROP_AT_ONCE } from './close-client.js';
+import { DROP_AT_ONCE } from '../nodes/close-client.js';
 import {
   CONNECT_TIMEOUT_MS,
   RECONNECT_DELAY_MAX_MS,
-} from './stalled-connection.js';
-import { RedlockNode } from './redlock-node.js';
+} from '../nodes/stalled-connection.js';
+import { RedlockNode } from '../nodes/redlock-node.js';
 
 /**
  * Options the library applies to the clients it creates (a user's own

@@ -1,10 +1,10 @@
-import { createLock, type RedlockContext } from '../context.js';
+import type { ContentionParts } from './host.js';
 import {
   channels,
   valueHash,
   type HandoverMessage,
 } from '../events/channels.js';
-import type { Lock, ReleaseResult } from '../lock.js';
+import { createLock, type Lock, type ReleaseResult } from '../lock.js';
 
 // The in-process handoff: a lease that passes between callers of one
 // process without a round trip to the nodes. LocalQueue keeps the lines;
@@ -20,18 +20,18 @@ import type { Lock, ReleaseResult } from '../lock.js';
  * through Redis and waiters of other processes get their chance.
  */
 export function handOver(
-  ctx: RedlockContext,
+  c: ContentionParts,
   lock: Lock,
   line: string,
 ): boolean {
   return (
-    mayPassOn(ctx, lock) &&
-    ctx.localQueue.handOver(
+    mayPassOn(c, lock) &&
+    c.queue.handOver(
       line,
       lock,
-      ctx.config.localHandoff,
-      ctx.clock.now(),
-      () => passedOn(ctx, successor(ctx, lock), 'queue'),
+      c.host.config.localHandoff,
+      c.host.clock.now(),
+      () => passedOn(c, successor(c, lock), 'queue'),
     )
   );
 }
@@ -48,23 +48,23 @@ export function handOver(
  * `releaseLater` sends the release at the end of the turn.
  */
 export function linger(
-  ctx: RedlockContext,
+  c: ContentionParts,
   lock: Lock,
   line: string,
-  releaseLater: (ctx: RedlockContext, lock: Lock, line: string) => void,
+  releaseLater: (c: ContentionParts, lock: Lock, line: string) => void,
 ): boolean {
-  if (!lock.waited || ctx.closed || !mayPassOn(ctx, lock)) return false;
-  return ctx.localQueue.linger(
+  if (!lock.waited || c.host.closed || !mayPassOn(c, lock)) return false;
+  return c.queue.linger(
     line,
     lock,
-    ctx.config.localHandoff,
-    ctx.clock.now(),
+    c.host.config.localHandoff,
+    c.host.clock.now(),
     // Asked for later in the turn, after synchronous work: still worth it?
     () =>
-      halfLeft(ctx, lock)
-        ? passedOn(ctx, successor(ctx, lock), 'lingering')
+      halfLeft(c, lock)
+        ? passedOn(c, successor(c, lock), 'lingering')
         : undefined,
-    () => releaseLater(ctx, lock, line),
+    () => releaseLater(c, lock, line),
   );
 }
 
@@ -76,17 +76,17 @@ export function linger(
  * whose nodes never made them wait (no other process seen competing).
  */
 export function mayRenew(
-  ctx: RedlockContext,
+  c: ContentionParts,
   lock: Lock,
   line: string,
 ): boolean {
   return (
-    ctx.config.localHandoff > 0 &&
-    !ctx.closed &&
+    c.host.config.localHandoff > 0 &&
+    !c.host.closed &&
     !lock.waitedInRedis &&
     lock.keys.length === 1 &&
     !lock.fencingTokens &&
-    ctx.localQueue.mayRenew(line, lock)
+    c.queue.mayRenew(line, lock)
   );
 }
 
@@ -95,11 +95,11 @@ export function mayRenew(
  * it: valid until `deadline` (by default, as long as `lock`).
  */
 export function successor(
-  ctx: RedlockContext,
+  c: ContentionParts,
   lock: Lock,
   deadline = lock.deadline,
 ): Lock {
-  return createLock(ctx, {
+  return createLock(c.host.lockOps, {
     resources: lock.resources,
     keys: lock.keys,
     value: lock.value,
@@ -117,7 +117,7 @@ export function successor(
  * stay until their lease ends, and other processes wait that long.
  */
 export function reportDeferred(
-  ctx: RedlockContext,
+  c: ContentionParts,
   lock: Lock,
   result: ReleaseResult,
 ): void {
@@ -126,33 +126,33 @@ export function reportDeferred(
   const failed = result.nodes
     .filter((n) => n.outcome !== 'granted' && n.outcome !== 'busy')
     .map((n) => `${n.node} ${n.outcome}`);
-  ctx.logger.warn(
-    `Held-back release of ${lock.resources.map((r) => `"${r}"`).join(', ')} reached ${deleted.length} of ${ctx.nodes.length} nodes (quorum ${ctx.quorum})` +
+  c.host.logger.warn(
+    `Held-back release of ${lock.resources.map((r) => `"${r}"`).join(', ')} reached ${deleted.length} of ${c.host.nodes.length} nodes (quorum ${c.host.quorum})` +
       (failed.length ? `; ${failed.join(', ')}` : '') +
       `: its keys stay until their lease (${Math.ceil(lock.ttl)} ms) ends`,
   );
 }
 
 /** Whether `lock`'s lease may pass to another caller of this process. */
-function mayPassOn(ctx: RedlockContext, lock: Lock): boolean {
+function mayPassOn(c: ContentionParts, lock: Lock): boolean {
   // A fenced grant must carry a token above every earlier one: only a
   // round trip through the quorum can issue it.
   return (
-    ctx.config.localHandoff > 0 &&
+    c.host.config.localHandoff > 0 &&
     !lock.fencingTokens &&
     !lock.isLost &&
-    halfLeft(ctx, lock)
+    halfLeft(c, lock)
   );
 }
 
 /** At least half of `lock`'s lease is left: a lease passed on must be worth taking. */
-function halfLeft(ctx: RedlockContext, lock: Lock): boolean {
-  return lock.deadline - ctx.clock.now() >= lock.ttl / 2;
+function halfLeft(c: ContentionParts, lock: Lock): boolean {
+  return lock.deadline - c.host.clock.now() >= lock.ttl / 2;
 }
 
 /** `next`, the lease that just passed within the process: told to the `handover` channel. */
 export function passedOn(
-  ctx: RedlockContext,
+  c: ContentionParts,
   next: Lock,
   via: HandoverMessage['via'],
 ): Lock {

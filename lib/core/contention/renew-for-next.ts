@@ -1,10 +1,10 @@
-import type { RedlockContext } from '../context.js';
+import type { ContentionParts } from './host.js';
 import type { Lock, ReleaseResult } from '../lock.js';
 import { poll, votesOf } from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
 import { KEEP_SCRIPT } from '../scripts/index.js';
 import { leaseDeadline } from '../config/timing.js';
-import { passedOn, successor } from './pass-on.js';
+import { passedOn, successor } from './handoff.js';
 
 /**
  * The end of an in-process handoff streak when, as far as this process
@@ -17,33 +17,33 @@ import { passedOn, successor } from './pass-on.js';
  * the caller gave up meanwhile): then the lock is released as usual.
  */
 export async function renewForNext(
-  ctx: RedlockContext,
+  c: ContentionParts,
   lock: Lock,
   line: string,
 ): Promise<ReleaseResult | undefined> {
   const ttl = Math.ceil(lock.ttl);
-  const start = ctx.clock.now();
-  const deadline = leaseDeadline(start, ttl, ctx.config.driftFactor);
+  const start = c.host.clock.now();
+  const deadline = leaseDeadline(start, ttl, c.host.config.driftFactor);
   const ballots = await poll(
-    ctx.nodes,
+    c.host.nodes,
     (node) =>
       node.run(KEEP_SCRIPT, lock.keys, [
         lock.value,
         ttl,
-        ctx.config.metaPrefix,
+        c.host.config.metaPrefix,
         lock.queueName ?? '',
       ]),
     (reply) => (reply === 1 ? 'granted' : 'busy'),
-    ctx.config.timing.nodeTimeout,
-    ctx.isDecided,
+    c.host.config.timing.nodeTimeout,
+    c.host.isDecided,
     // A renewal after the deadline would hold nothing.
     { limitMs: deadline - start },
   );
   if (
-    countGranted(ballots) < ctx.quorum ||
-    deadline <= ctx.clock.now() ||
-    !ctx.localQueue.renewTo(line, lock, () =>
-      passedOn(ctx, successor(ctx, lock, deadline), 'renewal'),
+    countGranted(ballots) < c.host.quorum ||
+    deadline <= c.host.clock.now() ||
+    !c.queue.renewTo(line, lock, () =>
+      passedOn(c, successor(c, lock, deadline), 'renewal'),
     )
   )
     return undefined;

@@ -32,12 +32,31 @@ export function lineOf(keys: readonly string[], fencing: boolean): string {
   return (fencing ? 'f' : 'm') + JSON.stringify(keys);
 }
 
+/**
+ * What a caller waiting in a line gets: its turn (it goes to the nodes),
+ * the previous holder's lease handed over (already held), or the end of
+ * its wait.
+ */
+export type TurnResult =
+  | { readonly kind: 'turn' }
+  | { readonly kind: 'handed'; readonly lock: Lock }
+  | { readonly kind: 'timedOut' };
+
+/** The caller's turn: it goes to the nodes. */
+export const YOUR_TURN: TurnResult = { kind: 'turn' };
+/** The caller's wait ran out (or `quit()` ran) before its turn. */
+export const TIMED_OUT: TurnResult = { kind: 'timedOut' };
+
+/** The lease of `lock` handed to the caller. */
+export function handed(lock: Lock): TurnResult {
+  return { kind: 'handed', lock };
+}
+
 /** One caller waiting in a line. */
 export interface Turn {
   /** The lease the caller asks for (ms): only a lock with that lease is handed to it. */
   readonly lease: number;
-  /** true: go to Redis; a Lock: the lease handed over; false: timed out. */
-  readonly give: (mine: boolean | Lock) => void;
+  readonly give: (result: TurnResult) => void;
 }
 
 /** Callers of one process waiting for the same set of keys: one line. */

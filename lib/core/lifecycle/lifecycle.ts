@@ -2,13 +2,12 @@ import { HEALTH_TIMEOUT_MS } from '../config/defaults.js';
 import type { RedlockOptions } from '../config/options.js';
 import { resolveRedlockConfig } from '../config/resolve.js';
 import type { RedlockContext } from '../context.js';
-import { LocalQueue } from '../handoff/local-queue.js';
 import type { LockOperations } from '../lock.js';
 import {
   closeNodes,
   connectOwned,
   createNodes,
-} from '../nodes/create-nodes.js';
+} from './create-nodes.js';
 import { checkHealth, type RedlockHealth } from '../nodes/health.js';
 import { BUSY_WAIT_LIMIT } from '../nodes/poll.js';
 import { quorumRule } from '../nodes/quorum.js';
@@ -19,13 +18,11 @@ import { monotonicClock } from '../util/clock.js';
 import { deadlines } from '../util/deadline-timer.js';
 import { settledWithin } from '../util/timeout.js';
 import { requireNonNegative, requirePositive } from '../util/validate.js';
-import { ReleaseListener } from '../waiting/release-listener.js';
-import { Reservations } from '../waiting/reservations.js';
-import { WakeOnRelease } from '../waiting/wake-on-release.js';
 import { KeepAlive } from '../watchdog/keep-alive.js';
-import { extendMany } from './extend.js';
-import { HeldLocks } from './held-locks.js';
-import { sendRelease } from './send-release.js';
+import { extendMany } from '../operations/extend.js';
+import { HeldLocks } from '../held-locks.js';
+import { Contention } from '../contention/contention.js';
+import { sendRelease } from '../nodes/send-release.js';
 
 /** The most polls one acquire makes after its last wait (see `quit`). */
 const POLLS_PER_CALL = 4;
@@ -45,7 +42,7 @@ export function openContext(
   const logger = options.logger ?? console;
   const nodes = createNodes(options.clients, config.closeClients);
   const { quorum, timing } = config;
-  const quarantine = new NodeStanding(
+  const standing = new NodeStanding(
     nodes,
     config.restartQuarantine,
     clock,
@@ -59,33 +56,18 @@ export function openContext(
     ),
   );
   if (!config.lazyConnect) connectOwned(nodes);
-  const releases = new ReleaseListener(nodes, config.metaPrefix, quorum);
-  const ctx: RedlockContext = {
+  const base: Omit<RedlockContext, 'contention'> = {
     config,
     nodes,
     quorum,
     isDecided: quorumRule(quorum),
     clock,
     logger,
-    waitStrategy: options.waitStrategy ?? new WakeOnRelease(releases),
-    localQueue: new LocalQueue(),
-    releases,
     keepAlive: new KeepAlive({
       now: () => clock.now(),
       extendMany: (locks) => extendMany(ctx, locks),
     }),
-    // An abandoned reservation leaves the queues of the nodes that may hold it.
-    reservations: new Reservations(releases, (r) =>
-      sendRelease(
-        ctx,
-        nodes.filter((_, i) => r.maybe[i]),
-        r.keys,
-        r.value,
-        timing.nodeTimeout,
-        { name: r.name, leave: true },
-      ),
-    ),
-    quarantine,
+    standing,
     sameServer: new SameServerCheck(nodes, logger),
     stats: { acquired: 0, waited: 0, retries: 0 },
     lockOps,
@@ -96,6 +78,10 @@ export function openContext(
     held: new HeldLocks(),
     runs: new Set(),
   };
+  // Contention serves the context it is part of.
+  const ctx: RedlockContext = Object.assign(base, {
+    contention: new Contention(base, options.waitStrategy),
+  });
   if (nodes.length % 2 === 0) {
     logger.warn(
       `Redlock configured with an even number of nodes (${nodes.length}): it tolerates no more failures than ${nodes.length - 1} nodes would`,
@@ -107,11 +93,11 @@ export function openContext(
 /** See `Redlock.ready`. */
 export function ready(ctx: RedlockContext, timeoutMs = 5000): Promise<boolean> {
   requireNonNegative('timeoutMs', timeoutMs);
-  const { nodes, quarantine } = ctx;
+  const { nodes, standing } = ctx;
   // With a restart quarantine, a node is ready once its uptime is read.
   const connected = () =>
     !ctx.closed &&
-    nodes.filter((n, i) => n.client.status === 'ready' && quarantine.checked(i))
+    nodes.filter((n, i) => n.client.status === 'ready' && standing.checked(i))
       .length >= ctx.quorum;
   if (ctx.closed) return Promise.resolve(false);
   connectOwned(nodes);
@@ -120,7 +106,7 @@ export function ready(ctx: RedlockContext, timeoutMs = 5000): Promise<boolean> {
     const done = () => {
       clearTimeout(timer);
       for (const node of nodes) node.client.off('ready', check);
-      quarantine.checkedListeners.delete(check);
+      standing.checkedListeners.delete(check);
       ctx.readyWaits.delete(done);
       resolve(connected());
     };
@@ -129,7 +115,7 @@ export function ready(ctx: RedlockContext, timeoutMs = 5000): Promise<boolean> {
     };
     const timer = setTimeout(done, timeoutMs);
     for (const node of nodes) node.client.on('ready', check);
-    quarantine.checkedListeners.add(check);
+    standing.checkedListeners.add(check);
     ctx.readyWaits.add(done);
   });
 }
@@ -155,8 +141,8 @@ export function health(
     ctx.nodes,
     ctx.quorum,
     timeoutMs,
-    (i) => !ctx.quarantine.restarted(i),
-    (i) => ctx.quarantine.clockMonitor.suspect(i),
+    (i) => !ctx.standing.restarted(i),
+    (i) => ctx.standing.clockMonitor.suspect(i),
   );
 }
 
@@ -174,8 +160,7 @@ async function shutDown(ctx: RedlockContext): Promise<void> {
   // attempt in flight ends, and takes back what it was granted, before
   // the connections close (a polling waiter, not woken, gives up at its
   // next attempt).
-  ctx.localQueue.closeAll();
-  ctx.releases.wakeAll();
+  ctx.contention.stop();
   await settleActive(ctx);
   // Work under a lock may finish (the watchdog still extends its lock);
   // what is still held then is taken from it and released, so that other
@@ -187,9 +172,8 @@ async function shutDown(ctx: RedlockContext): Promise<void> {
   // for a caller closeAll() turned away ends in a release.
   await Promise.allSettled([...ctx.deferred]);
   // Queue places left for an acquire that will not come now.
-  await ctx.reservations.close();
-  await ctx.releases.close();
-  ctx.quarantine.close();
+  await ctx.contention.close();
+  ctx.standing.close();
   ctx.sameServer.close();
   await closeNodes(ctx.nodes);
   // The polls' shared timer may still be armed for a deadline gone by.

@@ -2,15 +2,19 @@ import type { Lock } from '../lock.js';
 import { abortReason } from '../util/abort.js';
 import {
   abandoned,
+  handed,
   leaseOf,
   MAX_RENEWALS,
   nextTakes,
   passTurn,
   streakEnds,
+  TIMED_OUT,
   vacate,
+  YOUR_TURN,
   type LineState,
   type Lingering,
   type Turn,
+  type TurnResult,
 } from './line.js';
 
 /**
@@ -45,9 +49,9 @@ export class LocalQueue {
   }
 
   /**
-   * Waits for the caller's turn on `line`. Resolves `true` when it is ours
-   * (then `hold` or `leave` must follow), a `Lock` when the previous holder
-   * handed its lease over (already held: `hold` follows), `false` when
+   * Waits for the caller's turn on `line`. Resolves `turn` when it is ours
+   * (then `hold` or `leave` must follow), `handed` when the previous holder
+   * handed its lease over (already held: `hold` follows), `timedOut` when
    * `timeoutMs` ran out first; rejects with the signal's reason when aborted.
    * `lease` (ms, whole): the lease asked for; a lock with another lease is
    * never handed to this caller.
@@ -57,12 +61,15 @@ export class LocalQueue {
     lease: number,
     timeoutMs: number,
     signal?: AbortSignal,
-  ): Promise<boolean | Lock> {
+  ): Promise<TurnResult> {
     const state = this.lines.get(line);
-    if (!state) return Promise.resolve(this.open(line));
+    if (!state) {
+      this.open(line);
+      return Promise.resolve(YOUR_TURN);
+    }
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const adopted = this.adopt(state, lease);
-    if (adopted) return Promise.resolve(adopted);
+    if (adopted) return Promise.resolve(handed(adopted));
     // Otherwise a lingering release went to the nodes, and this caller
     // waits for it like any other.
     return new Promise((resolve, reject) => {
@@ -74,27 +81,23 @@ export class LocalQueue {
       };
       const turn: Turn = {
         lease,
-        give: (mine) => {
+        give: (result) => {
           finish();
-          resolve(mine);
+          resolve(result);
         },
       };
       const aborted = () => {
         finish();
         reject(abortReason(signal!));
       };
-      const timer = setTimeout(() => turn.give(false), timeoutMs);
+      const timer = setTimeout(() => turn.give(TIMED_OUT), timeoutMs);
       signal?.addEventListener('abort', aborted, { once: true });
       state.waiting.push(turn);
       this.watchHolder(line, state);
     });
   }
 
-  /**
-   * Takes the turn on `line` at once when nobody of this process holds or
-   * waits for it (then `hold` or `leave` must follow), as `enter` would,
-   * without a promise to wait for; `false` when the line is busy.
-   */
+  /** Takes the turn on `line` at once when it is free, as `enter` would (then `hold` or `leave`); `false` when busy. */
   open(line: string): boolean {
     if (this.lines.has(line)) return false;
     if (this.lines.size >= this.sweepAt) this.sweep();
@@ -167,7 +170,7 @@ export class LocalQueue {
     if (!state || !nextTakes(state, lock)) return false;
     if (streakEnds(state, maxStreak, now)) return false;
     passTurn(state, now);
-    state.waiting.shift()!.give(next());
+    state.waiting.shift()!.give(handed(next()));
     return true;
   }
 
@@ -197,7 +200,7 @@ export class LocalQueue {
     state.streak = 0;
     state.renewals++;
     vacate(state);
-    state.waiting.shift()!.give(next());
+    state.waiting.shift()!.give(handed(next()));
     return true;
   }
 
@@ -242,14 +245,14 @@ export class LocalQueue {
     state.streak = 0;
     state.renewals = 0;
     const next = state.waiting.shift();
-    if (next) next.give(true);
+    if (next) next.give(YOUR_TURN);
     else this.lines.delete(line);
   }
 
   /** Tells every caller still waiting for its turn that the time is up (`Redlock.quit()`). */
   closeAll(): void {
     for (const state of this.lines.values()) {
-      for (const turn of [...state.waiting]) turn.give(false);
+      for (const turn of [...state.waiting]) turn.give(TIMED_OUT);
       if (state.lingering) this.expire(state, state.lingering);
     }
   }

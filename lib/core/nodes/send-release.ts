@@ -1,11 +1,11 @@
-import type { RedlockContext } from '../context.js';
+import type { RedlockConfig } from '../config/resolve.js';
 import {
   poll,
   type Ballot,
   type Judgement,
   type Tally,
-} from '../nodes/poll.js';
-import type { RedlockNode } from '../nodes/redlock-node.js';
+} from './poll.js';
+import type { RedlockNode } from './redlock-node.js';
 import { queueLife } from '../config/timing.js';
 import {
   packPlace,
@@ -13,7 +13,6 @@ import {
   releaseArgs,
   releaseReply,
 } from '../scripts/index.js';
-import type { Reservation } from '../waiting/reservations.js';
 
 /** How a release is sent (see {@link sendRelease}). */
 export interface SendReleaseOptions {
@@ -25,8 +24,11 @@ export interface SendReleaseOptions {
   readonly isDecided?: (tally: Tally) => boolean;
   /** See `PollOptions.limitMs`. */
   readonly limitMs?: number;
-  /** A place to queue in the caller's stead when the key goes on (see `reserveFor`). */
-  readonly reserve?: Reservation;
+  /**
+   * A place to queue in the caller's stead when the key goes on: a
+   * reservation's rank and name (see `Reservations`).
+   */
+  readonly reserve?: { readonly arrival: number; readonly name: string };
 }
 
 const never = () => false;
@@ -41,7 +43,7 @@ const deletedAny = (reply: unknown): Judgement =>
  * try again keeps its place.
  */
 export function sendRelease(
-  ctx: RedlockContext,
+  ctx: { readonly config: RedlockConfig },
   nodes: readonly RedlockNode[],
   keys: readonly string[],
   value: string,

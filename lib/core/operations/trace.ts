@@ -11,7 +11,7 @@ import {
   type AcquireMessage,
   type ExtendMessage,
   type ReleaseMessage,
-} from './channels.js';
+} from '../events/channels.js';
 
 /** What an acquire tells its trace: how many rounds it sent, and the last one's votes. */
 export interface AcquireTrace {
