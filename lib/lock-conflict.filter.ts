@@ -22,9 +22,10 @@ import { LockServiceUnavailableError } from './errors/lock-service-unavailable.e
 const CATCHES = '__filterCatchExceptions__';
 
 /**
- * Answers a call that could not get its lock (`LockNotAcquiredError`, and
- * `LockServiceUnavailableError` at shutdown) with a {@link LockConflict},
- * in the shape of each context:
+ * Catches `LockNotAcquiredError` and `LockServiceUnavailableError` (its
+ * `@Catch()`), and answers a call that could not get its lock (a
+ * `LockNotAcquiredError`, or a `LockServiceUnavailableError` with reason
+ * `shutdown`) with a {@link LockConflict}, in the shape of each context:
  * - HTTP (Express, Fastify): 409 or 503, `Retry-After` in whole seconds,
  *   the conflict as the JSON body;
  * - GraphQL: the resolver's error, the conflict in its `extensions`;
@@ -37,9 +38,12 @@ const CATCHES = '__filterCatchExceptions__';
  * `conflictFilter: false`. Your own filters come first: one bound to a
  * controller, resolver, gateway or method, and a global one (`APP_FILTER`,
  * `useGlobalFilters`) whose `@Catch()` names these errors or `RedlockError`.
- * It logs nothing: a conflict is an answer, not a failure. Other errors of
- * the library (`LockKeyError`, a `@Locked` method called outside Nest) go
- * to the app's own handling.
+ * It logs no conflict: a conflict is an answer, not a failure. The
+ * `LockServiceUnavailableError` of a `@Locked` method called outside Nest
+ * (reason `unmanaged` or `detached`) is caught too, but answered as the
+ * context answers an unknown error (HTTP 500, the RPC or WebSocket
+ * error). Other errors of the library (`LockKeyError`) are not caught:
+ * they go to the app's own handling.
  *
  * @publicApi
  */
