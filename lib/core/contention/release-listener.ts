@@ -5,6 +5,7 @@ import { ClusterNode } from '../cluster/cluster-node.js';
 import { ShardSubscriber } from '../cluster/shard-subscriber.js';
 import { closeClient } from '../nodes/close-client.js';
 import type { RedlockNode } from '../nodes/redlock-node.js';
+import { parseReleaseMessage } from '../scripts/release-message.js';
 import { bitCount, nodeBit } from '../util/node-mask.js';
 import { NONE_GIVEN, type GivenNotes } from './queue-place.js';
 import { subscribeServer } from './server-subscriber.js';
@@ -34,10 +35,10 @@ const QUORUM_GRACE_MS = 5;
  * waiters they name. One subscriber connection per server, created on the
  * first wait and shared by every waiter of the `Redlock` instance, on one
  * channel, `<metaPrefix>w:<id>` (a Redis Cluster node: per-key channels on
- * the key's shard, see `ShardSubscriber`), which carries
- * `<key>\n<value>\n<1|0>` for the waiter of this instance that has waited
- * longest on that node: `1` when the node gave it the key outright (noted
- * for `takeGiven`), `0` when it should ask.
+ * the key's shard, see `ShardSubscriber`), which carries the release
+ * message (see `RELEASE_MESSAGE`) for the waiter of this instance that has
+ * waited longest on that node: given the key outright (noted for
+ * `takeGiven`), or told to ask.
  *
  * Only the named waiter wakes, in its process alone: the waiters of many
  * processes don't all rush the nodes at once, and the other processes are
@@ -242,20 +243,16 @@ export class ReleaseListener {
    * it wakes once a quorum of nodes announced, or QUORUM_GRACE_MS after the
    * first.
    */
-  private deliver(message: string, node: number): void {
-    // `<key>\n<value>\n<1 <node time> given | 0 told>`; the key may hold
-    // newlines.
-    const flag = message.lastIndexOf('\n');
-    const cut = message.lastIndexOf('\n', flag - 1);
-    const key = message.slice(0, cut);
-    const head = message.slice(cut + 1, flag);
-    const set = this.waiting.get(key);
+  private deliver(text: string, node: number): void {
+    const message = parseReleaseMessage(text);
+    if (!message) return;
+    const set = this.waiting.get(message.key);
     if (!set) return;
     for (const entry of set) {
-      if (entry.value === head) {
+      if (entry.value === message.value) {
         const bit = nodeBit(node);
-        if (message[flag + 1] === '1')
-          this.noteGiven(head, node, message.slice(flag + 3));
+        if (message.given)
+          this.noteGiven(message.value, node, message.givenAt);
         entry.heard |= bit;
         // Between the waits of an expected value: noted for the next one.
         if (!entry.wake) return;
@@ -267,10 +264,10 @@ export class ReleaseListener {
   }
 
   /** Records that node `node` gave `value` the key at `time` (node clock; NaN when it did not say). */
-  private noteGiven(value: string, node: number, time: string): void {
+  private noteGiven(value: string, node: number, time: number): void {
     const notes = this.given.get(value);
     const at = notes ? [...notes.at] : [];
-    at[node] = Math.max(at[node] ?? -Infinity, Number(time || NaN));
+    at[node] = Math.max(at[node] ?? -Infinity, time);
     this.given.set(value, { bits: (notes?.bits ?? 0) | nodeBit(node), at });
   }
 

@@ -1,3 +1,5 @@
+import { releaseFlagLua, releaseMessageLua } from './release-message.js';
+
 /**
  * Lua helpers shared by the acquire and release scripts (pasted at the top
  * of both): the per-key wait queue, and handing a freed key to the
@@ -21,9 +23,9 @@
  * lease, and the waiter counts the node as granted from the message alone,
  * without a round trip (see `transferred` for why that is safe).
  * Otherwise the waiter is only told, and asks.
- * `handTo` publishes `<key>\n<value>\n<1 <node time ms> given | 0 told>`:
- * the time orders the grant against the waiter's attempts on that node
- * (see `transferred`).
+ * `handTo` publishes the release message (see `RELEASE_MESSAGE`): the
+ * node's time in it orders the grant against the waiter's attempts on that
+ * node (see `transferred`).
  *
  * `enqueue` gives `member` a place ranked by `arrival` (the client's clock,
  * clamped to the node's last second, so a client whose clock runs behind
@@ -78,14 +80,14 @@ local function handTo(meta, key, waiter)
   local sp2 = string.find(waiter, ' ', sp + 1, true) or (#waiter + 1)
   local value = string.sub(waiter, sp + 1, sp2 - 1)
   local ttl = tonumber(string.sub(waiter, sp2 + 1)) or 0
-  local given = '0'
+  local given = ${releaseFlagLua()}
   if ttl > 0 then
     redis.call('SET', key, value, 'PX', ttl)
     redis.call('SET', meta .. 'g:' .. key, value, 'PX', ttl)
-    given = '1 ' .. clock()
+    given = ${releaseFlagLua('clock()')}
   end
   announce(meta .. 'w:' .. string.sub(waiter, 1, sp - 1), key,
-    key .. '\\n' .. value .. '\\n' .. given)
+    ${releaseMessageLua('key', 'value', 'given')})
 end
 `;
 
