@@ -40,7 +40,7 @@ function decide(c: ContentionParts, lock: Lock): Promise<ReleaseResult> {
   const line = lineOf(lock.keys, !!lock.fencingTokens);
   // Uncontended (nobody of this process waits for the line, and the lock
   // never waited): no handoff below applies, as each needs one or the
-  // other, and nothing is reserved. A cold process compiled those checks.
+  // other, and nothing is reserved.
   if (!lock.waited && !c.queue.hasWaiters(line))
     return releaseAndOffer(c, lock, line, undefined);
   const live = c.host.clock.now() < lock.deadline && !lock.isLost;

@@ -35,10 +35,8 @@ export function resolveCall(
   const timing = callTiming(config, options);
   if (options !== undefined) refuseUnknownOptions(options, CALL_OPTIONS);
   const keyOf = config.keyOf;
-  // An array literal for the one-key call: arrays from `map()` change
-  // their elements kind once the caller is optimised, and the code that
-  // read the first ones was thrown away and compiled again (a cold process
-  // paid it; see docs/performance.md).
+  // An array literal for the one-key call keeps the keys' elements kind
+  // stable from the first call on (docs/performance.md, "The user's path").
   const keys = names.length === 1 ? [keyOf(names[0])] : names.map(keyOf);
   const fencing = callFencing(config, options);
   const signal = checkSignalOption(options?.signal);

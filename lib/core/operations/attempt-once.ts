@@ -18,9 +18,8 @@ import { stopReason } from './stop.js';
  * function of the module rather than a closure per call).
  *
  * Not an async function, and apart from the waiting loop of `acquire()`:
- * most acquires in applications are single uncontended attempts, and in a
- * fresh process each async layer on that path ran unoptimised for its
- * first thousand locks or so (docs/performance.md).
+ * most acquires are single uncontended attempts, and each async layer on
+ * that path slowed a fresh process (docs/performance.md).
  */
 export function attemptOnce<T>(
   ctx: RedlockContext,

@@ -41,9 +41,8 @@ export interface AttemptResult {
  * `queue`: the waiter's place in the nodes' wait queues, if it waits there.
  *
  * Not an async function, and what only some attempts need (fencing, the
- * `attempt` channel, taking grants back) is in functions of its own: V8
- * optimises this path early in a process's life, and compiling it cost
- * the process in proportion to its size (docs/performance.md).
+ * `attempt` channel, taking grants back) is in functions of its own: a
+ * small hot path costs a fresh process less (docs/performance.md).
  */
 export function attempt(
   ctx: RedlockContext,

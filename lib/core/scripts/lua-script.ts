@@ -95,9 +95,8 @@ function sendScript(
         keys as string[],
         args as (string | number | Buffer)[],
       ],
-      // The options in the order ioredis's own methods write them: one
-      // object shape for the Command constructor, which V8 otherwise
-      // compiles for one and throws away when the other comes.
+      // The options in the order ioredis's own methods write them: the
+      // Command constructor sees one object shape (docs/performance.md).
       {
         errorStack: showFriendlyErrorStack ? new Error() : undefined,
         keyPrefix,
