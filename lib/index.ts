@@ -1,6 +1,12 @@
 export * from './core/index.js';
 export * from './decorators/index.js';
 export * from './interfaces/index.js';
+// Thrown by the Nest layer only, so not in `nestjs-redlock/core`.
+export { LockKeyError } from './errors/lock-key.error.js';
+export {
+  LockServiceUnavailableError,
+  type LockServiceUnavailableReason,
+} from './errors/lock-service-unavailable.error.js';
 export { LockConflictFilter } from './lock-conflict.filter.js';
 export {
   isLockConflict,

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { RedlockHealth } from './core/nodes/health.js';
 import type { LockInspection } from './core/operations/inspect.js';
 import type { Lock } from './core/lock.js';
-import { Redlock } from './core/redlock.js';
+import type { LockManager } from './core/lock-manager.js';
 import type {
   AcquireOptions,
   RedlockLogger,
@@ -33,7 +33,11 @@ export class LockService {
   readonly logger: RedlockLogger;
 
   constructor(
-    @Inject(REDLOCK) readonly redlock: Redlock,
+    /**
+     * The lock set's lock manager: its `Redlock`, or the `InMemoryRedlock`
+     * of `RedlockTestingModule` (for `watch()`, `stats`, `quit()`...).
+     */
+    @Inject(REDLOCK) readonly redlock: LockManager,
     @Optional()
     @Inject(REDLOCK_MODULE_OPTIONS)
     options?: Pick<RedlockModuleOptions, 'retryAfter' | 'logger'>,
@@ -105,7 +109,7 @@ export class LockService {
   /**
    * Whether a quorum of nodes answers PING within `timeoutMs` (default
    * 1 s), with each node's latency or error; never rejects. For readiness
-   * probes: see the README's terminus example.
+   * probes: see docs/observability.md, "Health checks".
    */
   health(timeoutMs?: number): Promise<RedlockHealth> {
     return this.redlock.health(timeoutMs);

@@ -9,7 +9,7 @@ import {
   describeSameServer,
   SameServerCheck,
 } from './core/nodes/same-server.js';
-import type { Redlock } from './core/redlock.js';
+import type { LockManager } from './core/lock-manager.js';
 import { RedlockConfigError } from './errors/redlock-config.error.js';
 import type { RedlockLogger } from './core/config/options.js';
 import { LOCK_SET_LOGGER, LOCK_SET_REDLOCK } from './redlock.constants.js';
@@ -39,7 +39,7 @@ export class RedlockModule
   implements OnModuleInit, BeforeApplicationShutdown
 {
   constructor(
-    @Inject(LOCK_SET_REDLOCK) private readonly redlock: Redlock,
+    @Inject(LOCK_SET_REDLOCK) private readonly redlock: LockManager,
     /** The set's logger: the `logger` option, or Nest's with the set's context. */
     @Inject(LOCK_SET_LOGGER) private readonly logger: RedlockLogger,
   ) {

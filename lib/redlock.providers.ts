@@ -2,6 +2,7 @@ import { Logger, type DynamicModule, type Provider } from '@nestjs/common';
 import { APP_FILTER, DiscoveryService } from '@nestjs/core';
 import { bindToGateways } from './conflict/gateway-filters.js';
 import type { RedlockLogger } from './core/config/options.js';
+import type { LockManager } from './core/lock-manager.js';
 import { Redlock } from './core/redlock.js';
 import { RedlockConfigError } from './errors/redlock-config.error.js';
 import { show } from './core/util/validate.js';
@@ -41,7 +42,8 @@ const MODULE_OPTIONS = [
  * `getRedlockToken(name)` (`@InjectLockService(name)`), so several sets
  * live side by side in one app. Each import has its own explorer, which
  * looks after the `@Locked` methods of its set. `createRedlock` builds the
- * set's lock (the testing module gives an in-memory one).
+ * set's lock (the testing module gives an in-memory one): the providers
+ * know it as a `LockManager` only.
  */
 export function lockSetDefinition(
   definition: DynamicModule,
@@ -50,7 +52,7 @@ export function lockSetDefinition(
     name,
     conflictFilter = true,
   }: { isGlobal: boolean; name: string | undefined; conflictFilter?: boolean },
-  createRedlock: (options: RedlockModuleOptions) => Redlock = (options) =>
+  createRedlock: (options: RedlockModuleOptions) => LockManager = (options) =>
     new Redlock(options),
 ): DynamicModule {
   if (name !== undefined && (typeof name !== 'string' || name.length === 0))
@@ -103,7 +105,7 @@ export function lockSetDefinition(
           { provide: getRedlockToken(name), useExisting: LOCK_SET_REDLOCK },
           {
             provide: getLockServiceToken(name),
-            useFactory: (redlock: Redlock, options: RedlockModuleOptions) =>
+            useFactory: (redlock: LockManager, options: RedlockModuleOptions) =>
               new LockService(redlock, options),
             inject: [LOCK_SET_REDLOCK, REDLOCK_MODULE_OPTIONS],
           },

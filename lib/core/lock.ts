@@ -8,8 +8,8 @@ export type { ReleaseResult } from './release-result.js';
 
 /**
  * The operations a lock needs from the algorithm (every `LockManager`:
- * `Redlock`, `InMemoryRedlock`). Not exported by the entry points, but kept
- * in the published typings (not `@internal`): typings of other files name it.
+ * `Redlock`, `InMemoryRedlock`). Not exported by the entry points, but
+ * not stripped from the published typings either: other typings name it.
  */
 export interface LockOperations {
   readonly clock: Clock;

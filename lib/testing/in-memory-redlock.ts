@@ -16,7 +16,8 @@ import {
 } from '../core/config/resolve.js';
 import type { ResolvedTiming } from '../core/config/timing.js';
 import type { RedlockStats } from '../core/context.js';
-import { Lock, type LockOperations, type ReleaseResult } from '../core/lock.js';
+import type { Lock, ReleaseResult } from '../core/lock.js';
+import type { LockManager } from '../core/lock-manager.js';
 import type { RedlockHealth } from '../core/nodes/health.js';
 import type { LockInspection } from '../core/operations/inspect.js';
 import { resolveCall } from '../core/operations/acquire-call.js';
@@ -30,8 +31,9 @@ import { keepAlive, waitForRelease } from './memory-waits.js';
 import { scheduler, type Schedule } from './test-clock.js';
 
 /**
- * The lock of `RedlockTestingModule`: the same contract as `Redlock` (the
- * same `Lock`, errors, options and their validation), kept in this
+ * The lock of `RedlockTestingModule`: the same contract as `Redlock`
+ * (`LockManager`, checked by the compiler; the same `Lock`, errors,
+ * options and their validation), kept in this
  * process's memory instead of on Redis nodes, for unit tests of services
  * that use `@Locked` and `LockService`. Leases expire on its clock, waiters
  * wait up to `waitTimeout` (woken by releases), multi-resource locks are
@@ -41,7 +43,7 @@ import { scheduler, type Schedule } from './test-clock.js';
  *
  * @publicApi
  */
-export class InMemoryRedlock implements LockOperations {
+export class InMemoryRedlock implements LockManager {
   readonly clock: Clock;
   readonly quorum = 1;
   readonly stats: RedlockStats = { acquired: 0, waited: 0, retries: 0 };
@@ -78,6 +80,7 @@ export class InMemoryRedlock implements LockOperations {
     return this.config.keyOf(resource);
   }
 
+  /** @internal See `LockManager.resolveTiming`. */
   resolveTiming(options?: AcquireOptions): ResolvedTiming {
     return callTiming(this.config, options);
   }

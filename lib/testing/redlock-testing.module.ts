@@ -5,7 +5,7 @@ import {
   type DynamicModule,
 } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import type { Redlock } from '../core/redlock.js';
+import type { LockManager } from '../core/lock-manager.js';
 import {
   LOCK_SET_REDLOCK,
   REDLOCK_MODULE_OPTIONS,
@@ -48,7 +48,9 @@ export interface RedlockTestingOptions extends InMemoryRedlockOptions {
  */
 @Module({ imports: [DiscoveryModule] })
 export class RedlockTestingModule implements BeforeApplicationShutdown {
-  constructor(@Inject(LOCK_SET_REDLOCK) private readonly redlock: Redlock) {}
+  constructor(
+    @Inject(LOCK_SET_REDLOCK) private readonly redlock: LockManager,
+  ) {}
 
   static forRoot(options: RedlockTestingOptions = {}): DynamicModule {
     const { isGlobal = true, name, ...lockOptions } = options;
@@ -58,9 +60,8 @@ export class RedlockTestingModule implements BeforeApplicationShutdown {
         providers: [{ provide: REDLOCK_MODULE_OPTIONS, useValue: lockOptions }],
       },
       { isGlobal, name },
-      // Same surface as Redlock where the Nest layer reads it.
-      ({ clients: _, ...memory }) =>
-        new InMemoryRedlock(memory) as unknown as Redlock,
+      // The Nest layer uses the lock through `LockManager` only.
+      ({ clients: _, ...memory }) => new InMemoryRedlock(memory),
     );
     if (name !== undefined) return definition;
     return {

@@ -1,5 +1,5 @@
 import { Observable, type Subscription } from 'rxjs';
-import type { Redlock } from '../core/redlock.js';
+import type { LockManager } from '../core/lock-manager.js';
 import type { RunOptions } from '../core/config/options.js';
 import { runLocked, SKIPPED, type LockedCall } from './run-locked.js';
 
@@ -13,7 +13,7 @@ import { runLocked, SKIPPED, type LockedCall } from './run-locked.js';
  * the source.
  */
 export function lockObservable<T>(
-  redlock: Redlock,
+  redlock: LockManager,
   resources: () => string[],
   source: () => Observable<T>,
   options: RunOptions | undefined,

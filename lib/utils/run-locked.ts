@@ -1,5 +1,5 @@
 import type { Lock } from '../core/lock.js';
-import type { Redlock } from '../core/redlock.js';
+import type { LockManager } from '../core/lock-manager.js';
 import type { RunOptions } from '../core/config/options.js';
 import { normalizeResources } from '../core/config/resources.js';
 import { checkRunOptions } from '../core/config/call-options.js';
@@ -41,7 +41,7 @@ export interface LockedCall {
  * itself always propagates unchanged.
  */
 export async function runLocked<T>(
-  redlock: Redlock,
+  redlock: LockManager,
   resources: string | string[],
   fn: (lock: Lock) => T | Promise<T>,
   options: RunOptions | undefined,
