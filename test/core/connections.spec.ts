@@ -6,7 +6,7 @@ import { RedisServer } from '../../scripts/redis-nodes.mjs';
 /**
  * The Redis commands the library sends, itself or from its scripts (ACL
  * checks apply inside scripts too), and those ioredis sends on connecting.
- * README, "Production checklist", lists the same.
+ * docs/safety.md, "Production checklist", lists the same.
  */
 const LOCK_COMMANDS = [
   'evalsha',
@@ -97,8 +97,8 @@ describe('connection settings reach the nodes unchanged', () => {
     await redlock.quit();
   });
 
-  it('works for an ACL user allowed only the commands the README lists, on its own keys and channels', async () => {
-    // README, "Production checklist": keep the two lists in step.
+  it('works for an ACL user allowed only the commands the docs list, on its own keys and channels', async () => {
+    // docs/safety.md, "Production checklist": keep the two lists in step.
     await admin.call(
       'ACL',
       'SETUSER',

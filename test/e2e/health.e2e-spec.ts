@@ -5,7 +5,7 @@ import { RedlockModule } from 'nestjs-redlock';
 import { HealthModule } from '../../sample/src/health/health.module.js';
 import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
 
-// The sample's terminus indicator (README, "Health checks") while nodes
+// The sample's terminus indicator (docs/observability.md, "Health checks") while nodes
 // stop: own five servers.
 describe('GET /health (the sample indicator) as nodes stop', () => {
   let servers: RedisServer[];
