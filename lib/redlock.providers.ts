@@ -22,17 +22,7 @@ import {
   REDLOCK_LOGGER_CONTEXT,
   REDLOCK_MODULE_OPTIONS,
 } from './redlock.constants.js';
-import { retryAfterProblem } from './utils/retry-after.js';
-import {
-  REDLOCK_OPTIONS,
-  refuseUnknownOptions,
-} from './core/config/option-names.js';
-
-/** The names `forRoot` and a `forRootAsync` factory take: the core's and `retryAfter`. */
-const MODULE_OPTIONS = [
-  ...REDLOCK_OPTIONS,
-  'retryAfter',
-] as const satisfies readonly (keyof RedlockModuleOptions)[];
+import { checkModuleOptions } from './utils/module-options.js';
 
 /**
  * The providers of one `RedlockModule` import: a lock set with its own
@@ -85,11 +75,10 @@ export function lockSetDefinition(
       provide: LOCK_SET_REDLOCK,
       // Not connected yet: see RedlockModule.onModuleInit.
       useFactory: (options: RedlockModuleOptions, logger: RedlockLogger) => {
-        // The module's own option: the core knows nothing of HTTP.
-        refuseUnknownOptions(options, MODULE_OPTIONS, '');
-        const { retryAfter, ...core } = options ?? {};
-        const problem = retryAfterProblem(retryAfter);
-        if (problem) throw new RedlockConfigError('retryAfter', problem);
+        // Names and values; retryAfter is the module's own (the core knows
+        // nothing of HTTP), what depends on several options the core's.
+        checkModuleOptions(options);
+        const { retryAfter: _retryAfter, ...core } = options;
         return createRedlock({ lazyConnect: true, ...core, logger });
       },
       inject: [REDLOCK_MODULE_OPTIONS, LOCK_SET_LOGGER],

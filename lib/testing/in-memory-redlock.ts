@@ -1,9 +1,6 @@
 import { LockExtendError } from '../errors/lock-extend.error.js';
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error.js';
-import {
-  checkRunOptions,
-  checkWatchdogOptions,
-} from '../core/config/call-options.js';
+import { checkWatchdogOptions } from '../core/config/call-options.js';
 import type {
   AcquireOptions,
   RunOptions,
@@ -21,7 +18,7 @@ import type { LockManager } from '../core/lock-manager.js';
 import type { RedlockHealth } from '../core/nodes/health.js';
 import type { LockInspection } from '../core/operations/inspect.js';
 import { resolveCall } from '../core/operations/acquire-call.js';
-import { hold } from '../core/operations/hold.js';
+import { hold, type HoldContext } from '../core/operations/hold.js';
 import { stopReason } from '../core/operations/stop.js';
 import { monotonicClock, type Clock } from '../core/util/clock.js';
 import { settledWithin } from '../core/util/timeout.js';
@@ -137,8 +134,9 @@ export class InMemoryRedlock implements LockManager {
     fn: (lock: Lock) => T | Promise<T>,
     options?: RunOptions,
   ): Promise<T> {
-    checkRunOptions(options);
-    return this.hold(await this.acquire(resources, options), fn, options);
+    // As Redlock's: the acquire checks the options, the hold not again.
+    const lock = await this.acquire(resources, options);
+    return hold(this.holdContext(), lock, fn, options, true);
   }
 
   /** See `Redlock.hold`. */
@@ -147,19 +145,18 @@ export class InMemoryRedlock implements LockManager {
     fn: (lock: Lock) => T | Promise<T>,
     options?: RunOptions,
   ): Promise<T> {
-    return hold(
-      {
-        keepAlive: {
-          watch: (l, o) => keepAlive(l, o, this.clock, this.schedule),
-        },
-        logger: this.logger,
-        runs: this.runs,
-        clock: this.clock,
+    return hold(this.holdContext(), lock, fn, options);
+  }
+
+  private holdContext(): HoldContext {
+    return {
+      keepAlive: {
+        watch: (l, o) => keepAlive(l, o, this.clock, this.schedule),
       },
-      lock,
-      fn,
-      options,
-    );
+      logger: this.logger,
+      runs: this.runs,
+      clock: this.clock,
+    };
   }
 
   /** See `Redlock.watch`: the lease is extended every third of it, on this instance's clock. */

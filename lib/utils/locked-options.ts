@@ -1,95 +1,54 @@
 import type { RunOptions } from '../core/config/options.js';
-import { ON_LOCK_LOST } from '../core/config/defaults.js';
 import {
-  CALL_OPTIONS,
-  unknownOptionProblem,
-} from '../core/config/option-names.js';
-import { durationProblem, show } from '../core/util/validate.js';
+  optionNames,
+  optionProblems,
+  RUN_OPTION_RULES,
+} from '../core/config/option-table.js';
+import { oneOf, type OptionRules, type Rule } from '../core/config/rules.js';
+import { show } from '../core/util/validate.js';
 import type { LockedOptions } from '../interfaces/locked-options.interface.js';
-import { retryAfterProblem } from './retry-after.js';
+import { retryAfterProblem, type RetryAfter } from './retry-after.js';
 
-const POSITIVE = ['ttl', 'nodeTimeout', 'maxHold'] as const;
-const NON_NEGATIVE = [
-  'waitTimeout',
-  'retryDelay',
-  'retryJitter',
-  'minHold',
-] as const;
-const CHOICES = {
-  onLockLost: ON_LOCK_LOST,
-  onNotAcquired: ['throw', 'skip'],
-  onUnavailable: ['throw', 'warn'],
-  fencing: [true, false],
-} as const;
-/** The options only Nest has, beside the core's call options. */
-const NEST_ONLY = [
-  'onNotAcquired',
-  'onUnavailable',
-  'lockSet',
-  'retryAfter',
-] as const satisfies readonly (keyof LockedOptions)[];
-/** Every name `@Locked` and `@LockKey` take: the core's call options but `signal`, and Nest's. */
-export const LOCKED_OPTIONS: readonly (keyof LockedOptions)[] = [
-  ...CALL_OPTIONS.filter(
-    (name): name is Exclude<typeof name, 'signal'> => name !== 'signal',
-  ),
-  ...NEST_ONLY,
-];
-const complete: Exclude<
-  keyof LockedOptions,
-  (typeof CALL_OPTIONS)[number] | (typeof NEST_ONLY)[number]
-> extends never
-  ? true
-  : never = true;
-void complete;
+/** The core's call options that `@Locked` takes: all but `signal` (a decorated method has no caller to abort it). */
+const { signal: _signal, ...CORE_RULES } = RUN_OPTION_RULES;
+
+const lockSet: Rule<string> = (value) =>
+  typeof value === 'string' && value.length > 0
+    ? undefined
+    : `must be the name of a RedlockModule.forRoot({ name }) import, got ${show(value)}`;
+
+/** `retryAfter` of `@Locked` and of the module options. */
+export const retryAfter: Rule<RetryAfter> = retryAfterProblem;
+
+/**
+ * Every option `@Locked` and `@LockKey` take, with its rule: the core's
+ * call options (the same rules as `LockService.run()`) and the ones only
+ * Nest has. Checked against `LockedOptions` by the compiler.
+ */
+export const LOCKED_OPTION_RULES = {
+  ...CORE_RULES,
+  onNotAcquired: oneOf(['throw', 'skip']),
+  onUnavailable: oneOf(['throw', 'warn']),
+  lockSet,
+  retryAfter,
+} satisfies OptionRules<LockedOptions>;
 
 /** Problems with per-decorator options, each naming the field (`options.ttl …`). */
 export function checkLockedOptions(options: unknown): string[] {
   if (options === undefined) return [];
   if (typeof options !== 'object' || options === null || Array.isArray(options))
     return [`options must be an object, got ${show(options)}`];
-  const o = options as Record<string, unknown>;
-  const problems: string[] = [];
-  for (const field of Object.keys(o))
-    if (!(LOCKED_OPTIONS as readonly string[]).includes(field))
-      problems.push(
-        `options.${field}: ${unknownOptionProblem(field, LOCKED_OPTIONS)}`,
-      );
-  const durations = [
-    ...POSITIVE.map((field) => [field, 'positive'] as const),
-    ...NON_NEGATIVE.map((field) => [field, 'non-negative'] as const),
-  ];
-  for (const [field, kind] of durations) {
-    const problem =
-      o[field] === undefined ? undefined : durationProblem(o[field], kind);
-    if (problem) problems.push(`options.${field} ${problem}`);
-  }
-  for (const [field, allowed] of Object.entries(CHOICES)) {
-    const v = o[field];
-    if (v !== undefined && !(allowed as readonly unknown[]).includes(v))
-      problems.push(
-        `options.${field} must be ${allowed.map((a) => (typeof a === 'string' ? `'${a}'` : String(a))).join(' or ')}, got ${show(v)}`,
-      );
-  }
-  const retryAfter = retryAfterProblem(o.retryAfter);
-  if (retryAfter) problems.push(`options.retryAfter ${retryAfter}`);
-  if (
-    o.lockSet !== undefined &&
-    (typeof o.lockSet !== 'string' || o.lockSet.length === 0)
-  )
-    problems.push(
-      `options.lockSet must be the name of a RedlockModule.forRoot({ name }) import, got ${show(o.lockSet)}`,
-    );
-  return problems;
+  return optionProblems(options, LOCKED_OPTION_RULES);
 }
 
-/** The options the core's `run` understands (all but the Nest-only ones). */
-export function toRunOptions({
-  onNotAcquired: _,
-  onUnavailable: __,
-  lockSet: ___,
-  retryAfter: ____,
-  ...rest
-}: LockedOptions): RunOptions {
-  return rest;
+const RUN_NAMES = optionNames(
+  CORE_RULES,
+) as readonly (keyof typeof CORE_RULES)[];
+
+/** The options the core's `run` understands (those of `RUN_OPTION_RULES`: all but the Nest-only ones). */
+export function toRunOptions(options: LockedOptions): RunOptions {
+  const run: Record<string, unknown> = {};
+  for (const name of RUN_NAMES)
+    if (options[name] !== undefined) run[name] = options[name];
+  return run;
 }

@@ -33,7 +33,7 @@ export interface LockedCall {
  * Runs `fn` holding every resource, reentrant by async context: resources
  * an enclosing call of the same chain holds are joined (counted; that call
  * releases them, after its joined calls finished), the others acquired and
- * held by the core's watchdog (`Redlock.hold`). Once the instance is
+ * held by the core's watchdog (`using()`). Once the instance is
  * shutting down, a call that would acquire is refused with
  * `LockServiceUnavailableError` (one that only joins still runs: its
  * enclosing call is finishing). With `skip`, a lock that cannot be
@@ -49,13 +49,16 @@ export async function runLocked<T>(
 ): Promise<T | typeof SKIPPED> {
   const { caller, skip = false, retryAfter } = call;
   const names = normalizeResources(resources);
-  checkRunOptions(options);
   const held = heldBy(redlock, names);
   const joined = [...new Set(held.values())];
   const ignoreLoss = options?.onLockLost === 'ignore';
   const lostBefore = joined.find((f) => f.lock.signal.aborted);
-  if (lostBefore && !ignoreLoss) throw lostBefore.lock.signal.reason;
   const rest = names.filter((r) => !held.has(r));
+  // The options are checked once per call: by the acquire of `using()`
+  // below, or here when the call does not get there.
+  if (rest.length === 0 || redlock.isClosed || (lostBefore && !ignoreLoss))
+    checkRunOptions(options);
+  if (lostBefore && !ignoreLoss) throw lostBefore.lock.signal.reason;
   if (rest.length > 0 && redlock.isClosed) {
     if (skip) return SKIPPED;
     throw new LockServiceUnavailableError(caller, 'shutdown');
@@ -64,34 +67,31 @@ export async function runLocked<T>(
   // that returns meanwhile must keep its lock for us, not release it and
   // let us run on a resource someone else may then hold.
   for (const f of joined) f.joined++;
-  const leave = () => {
-    for (const f of joined) if (--f.joined === 0) f.drained?.();
-  };
-  let lock: Lock | undefined;
-  if (rest.length > 0) {
-    try {
-      lock = await redlock.acquire(rest, options);
-    } catch (error) {
-      leave();
+  // Whether `fn` ran: an error before it is the acquire's.
+  let acquired = rest.length === 0;
+  let outcome: PromiseSettledResult<T>;
+  try {
+    const value =
+      rest.length > 0
+        ? await redlock.using(
+            rest,
+            (l) => {
+              acquired = true;
+              return runInFrame(redlock, l, rest, fn);
+            },
+            options,
+          )
+        : await runInFrame(redlock, innermost(joined).lock, [], fn);
+    outcome = { status: 'fulfilled', value };
+  } catch (error) {
+    if (!acquired) {
       if (skip && skips(error, call)) return SKIPPED;
       adviseRetryAfter(error, retryAfter);
       throw error;
     }
-  }
-  let outcome: PromiseSettledResult<T>;
-  try {
-    const value = lock
-      ? await redlock.hold(
-          lock,
-          (l) => runInFrame(redlock, l, rest, fn),
-          options,
-        )
-      : await runInFrame(redlock, innermost(joined).lock, [], fn);
-    outcome = { status: 'fulfilled', value };
-  } catch (error) {
     outcome = { status: 'rejected', reason: error };
   } finally {
-    leave();
+    for (const f of joined) if (--f.joined === 0) f.drained?.();
   }
   const lostJoined = joined.find((f) => f.lock.signal.aborted);
   if (lostJoined && !ignoreLoss && !isLockLost(outcome))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ownTag, taggedKey } from '../../lib/core/cluster/hash-tag.js';
+import { ownTag, taggedKey } from '../../lib/core/util/hash-tag.js';
 import {
   groupBySlot,
   keysOf,

@@ -19,15 +19,6 @@ const OWNED_CLUSTER_DEFAULTS: ClusterOptions = {
   redisOptions: { maxRetriesPerRequest: 0, ...DROP_AT_ONCE },
 };
 
-/** A Redis Cluster among the configured clients: an ioredis `Cluster`, or `{ cluster: seeds }`. */
-export function isClusterConfig(config: unknown): boolean {
-  if (typeof config !== 'object' || config === null) return false;
-  return (
-    (config as { isCluster?: unknown }).isCluster === true ||
-    Array.isArray((config as { cluster?: unknown }).cluster)
-  );
-}
-
 /**
  * The node of a Cluster entry of `clients` (`clients[i]`): an ioredis
  * `Cluster` (borrowed unless `closeClients`), or one the library creates

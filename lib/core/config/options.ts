@@ -1,7 +1,7 @@
 import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import type { LockLostError } from '../../errors/lock-lost.error.js';
 import type { Clock } from '../util/clock.js';
-import type { WaitStrategy } from '../waiting/wait-strategy.js';
+import type { WaitStrategy } from './wait-strategy.js';
 
 /**
  * One node of the quorum: a Redis master, as an ioredis instance
@@ -220,8 +220,7 @@ export interface RedlockOptions extends LockTimingOptions {
    * the keys it held, cannot grant a lock that another client still holds
    * through it. Set it to at least the longest `ttl` any client uses.
    * Default 0 (off): persist with `appendfsync always`, or delay restarts,
-   * instead. Needs the `INFO` command on the nodes. See the README's
-   * safety section.
+   * instead. Needs the `INFO` command on the nodes. See docs/safety.md.
    */
   restartQuarantine?: number;
   /**

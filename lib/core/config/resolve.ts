@@ -1,19 +1,18 @@
 import { RedlockConfigError } from '../../errors/redlock-config.error.js';
-import {
-  optionalBoolean,
-  requireNonNegative,
-  requirePositive,
-  show,
-} from '../util/validate.js';
-import { isClusterConfig } from '../cluster/cluster-config.js';
-import { breaksTags, taggedKey } from '../cluster/hash-tag.js';
+import { breaksTags, taggedKey } from '../util/hash-tag.js';
+import { show } from '../util/validate.js';
+import { isClusterConfig } from './clients.js';
 import { REDLOCK_DEFAULTS } from './defaults.js';
 import {
-  CLOCK_MONITOR_OPTIONS,
-  REDLOCK_OPTIONS,
-  refuseUnknownOptions,
-} from './option-names.js';
-import type { AcquireOptions, RedlockOptions } from './options.js';
+  CLOCK_MONITOR_OPTION_RULES,
+  checkOptions,
+  REDLOCK_OPTION_RULES,
+} from './option-table.js';
+import type {
+  AcquireOptions,
+  ClockMonitorOptions,
+  RedlockOptions,
+} from './options.js';
 import { resolveTiming, type ResolvedTiming } from './timing.js';
 
 /** The node-clock monitor's settings, resolved (see `RedlockOptions.clockMonitor`). */
@@ -78,26 +77,13 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
       `must be an object, got ${show(options)}`,
     );
   }
-  refuseUnknownOptions(options, REDLOCK_OPTIONS, '');
+  // Names, and each value on its own (REDLOCK_OPTION_RULES); below, what
+  // depends on other options.
+  checkOptions(options, REDLOCK_OPTION_RULES, '');
   const driftFactor = options.driftFactor ?? REDLOCK_DEFAULTS.driftFactor;
-  if (
-    typeof driftFactor !== 'number' ||
-    !(driftFactor >= 0 && driftFactor < 0.5)
-  ) {
-    throw new RedlockConfigError(
-      'driftFactor',
-      `must be a number in [0, 0.5), got ${show(driftFactor)}`,
-    );
-  }
   const timing = resolveTiming(options, undefined, driftFactor);
-  const keyPrefix = checkPrefix(
-    'keyPrefix',
-    options.keyPrefix ?? REDLOCK_DEFAULTS.keyPrefix,
-  );
-  const metaPrefix = checkPrefix(
-    'metaPrefix',
-    options.metaPrefix ?? REDLOCK_DEFAULTS.metaPrefix,
-  );
+  const keyPrefix = options.keyPrefix ?? REDLOCK_DEFAULTS.keyPrefix;
+  const metaPrefix = options.metaPrefix ?? REDLOCK_DEFAULTS.metaPrefix;
   if (metaPrefix.startsWith(keyPrefix) || keyPrefix.startsWith(metaPrefix)) {
     throw new RedlockConfigError(
       'metaPrefix',
@@ -105,7 +91,7 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
     );
   }
   const hashTags =
-    optionalBoolean('hashTags', options.hashTags) ??
+    options.hashTags ??
     (Array.isArray(options.clients) && options.clients.some(isClusterConfig));
   if (hashTags)
     for (const [field, prefix] of [
@@ -128,35 +114,6 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
       `must be an integer above N/2 and at most N (N = ${count}: ${Math.floor(count / 2) + 1}..${count}), got ${show(options.quorum)}`,
     );
   }
-  const fencing =
-    optionalBoolean('fencing', options.fencing) ?? REDLOCK_DEFAULTS.fencing;
-  const localHandoff = options.localHandoff ?? REDLOCK_DEFAULTS.localHandoff;
-  if (
-    typeof localHandoff !== 'number' ||
-    !Number.isInteger(localHandoff) ||
-    localHandoff < 0
-  ) {
-    throw new RedlockConfigError(
-      'localHandoff',
-      `must be an integer >= 0 (0 disables the in-process handoff), got ${show(options.localHandoff)}`,
-    );
-  }
-  const lazyConnect =
-    optionalBoolean('lazyConnect', options.lazyConnect) ??
-    REDLOCK_DEFAULTS.lazyConnect;
-  const closeClients =
-    optionalBoolean('closeClients', options.closeClients) ??
-    REDLOCK_DEFAULTS.closeClients;
-  const restartQuarantine =
-    options.restartQuarantine ?? REDLOCK_DEFAULTS.restartQuarantine;
-  requireNonNegative('restartQuarantine', restartQuarantine);
-  const shutdownTimeout =
-    options.shutdownTimeout ?? REDLOCK_DEFAULTS.shutdownTimeout;
-  requireNonNegative('shutdownTimeout', shutdownTimeout);
-  const clockMonitor = resolveClockMonitor(options.clockMonitor, timing.ttl);
-  const recreateOnExtend =
-    optionalBoolean('recreateOnExtend', options.recreateOnExtend) ??
-    REDLOCK_DEFAULTS.recreateOnExtend;
   return {
     driftFactor,
     timing,
@@ -167,38 +124,34 @@ export function resolveRedlockConfig(options: RedlockOptions): RedlockConfig {
       ? (resource) => taggedKey(keyPrefix, resource)
       : (resource) => keyPrefix + resource,
     quorum,
-    fencing,
-    localHandoff,
-    lazyConnect,
-    closeClients,
-    restartQuarantine,
-    shutdownTimeout,
-    clockMonitor,
-    recreateOnExtend,
+    fencing: options.fencing ?? REDLOCK_DEFAULTS.fencing,
+    localHandoff: options.localHandoff ?? REDLOCK_DEFAULTS.localHandoff,
+    lazyConnect: options.lazyConnect ?? REDLOCK_DEFAULTS.lazyConnect,
+    closeClients: options.closeClients ?? REDLOCK_DEFAULTS.closeClients,
+    restartQuarantine:
+      options.restartQuarantine ?? REDLOCK_DEFAULTS.restartQuarantine,
+    shutdownTimeout:
+      options.shutdownTimeout ?? REDLOCK_DEFAULTS.shutdownTimeout,
+    clockMonitor: resolveClockMonitor(options.clockMonitor, timing.ttl),
+    recreateOnExtend:
+      options.recreateOnExtend ?? REDLOCK_DEFAULTS.recreateOnExtend,
     options,
     callTimings: [],
   };
 }
 
-/** `clockMonitor`: off, on with the defaults (`true`), or its settings. */
+/** `clockMonitor`: off, on with the defaults (`true`), or its settings (the shape is checked with the other options). */
 function resolveClockMonitor(
-  value: unknown,
+  value: boolean | ClockMonitorOptions | undefined,
   ttl: number,
 ): ClockMonitorSettings | undefined {
   if (value === undefined || value === false) return undefined;
-  if (value === true) value = {};
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new RedlockConfigError(
-      'clockMonitor',
-      `must be true, false or { interval?, exclusion? }, got ${show(value)}`,
-    );
-  refuseUnknownOptions(value, CLOCK_MONITOR_OPTIONS, 'clockMonitor.');
-  const { interval, exclusion } = value as Record<string, unknown>;
-  const every = interval ?? REDLOCK_DEFAULTS.clockMonitorInterval;
-  const out = exclusion ?? ttl;
-  requirePositive('clockMonitor.interval', every);
-  requireNonNegative('clockMonitor.exclusion', out);
-  return { interval: every, exclusion: out };
+  const settings = value === true ? {} : value;
+  checkOptions(settings, CLOCK_MONITOR_OPTION_RULES, 'clockMonitor.');
+  return {
+    interval: settings.interval ?? REDLOCK_DEFAULTS.clockMonitorInterval,
+    exclusion: settings.exclusion ?? ttl,
+  };
 }
 
 /**
@@ -262,18 +215,4 @@ export function callTiming(
     timing,
   });
   return timing;
-}
-
-/** Whether one call's lock gets fencing tokens: the call's option, else the instance's. */
-export function callFencing(
-  config: RedlockConfig,
-  options?: AcquireOptions,
-): boolean {
-  return optionalBoolean('options.fencing', options?.fencing) ?? config.fencing;
-}
-
-function checkPrefix(field: string, value: unknown): string {
-  if (typeof value !== 'string')
-    throw new RedlockConfigError(field, `must be a string, got ${show(value)}`);
-  return value;
 }

@@ -1,7 +1,8 @@
 import { RedlockConfigError } from '../../errors/redlock-config.error.js';
-import { requireNonNegative, requirePositive } from '../util/validate.js';
 import { REDLOCK_DEFAULTS } from './defaults.js';
+import { TIMING_OPTION_RULES as RULES } from './option-table.js';
 import type { LockTimingOptions } from './options.js';
+import { requireRule } from './rules.js';
 
 /** Timing of one lock operation with every default filled in and checked. */
 export interface ResolvedTiming {
@@ -16,7 +17,8 @@ export interface ResolvedTiming {
 
 /**
  * Merges per-call timing over the module's and validates the result, naming
- * the field at fault. `prefix` names where the value came from (`options.` for
+ * the field at fault: each value by its rule (`TIMING_OPTION_RULES`), then
+ * what depends on two of them. `prefix` names where the value came from (`options.` for
  * per-call options).
  */
 export function resolveTiming(
@@ -28,7 +30,7 @@ export function resolveTiming(
   const pick = <K extends keyof LockTimingOptions>(key: K) =>
     override?.[key] !== undefined ? override[key] : base[key];
   const ttl = pick('ttl') ?? REDLOCK_DEFAULTS.ttl;
-  requirePositive(`${prefix}ttl`, ttl);
+  requireRule(RULES.ttl, `${prefix}ttl`, ttl);
   // A lease no longer than the drift allowance can never leave validity:
   // every attempt would fail, reported as an outage or expiry, never as this.
   const drift = clockDrift(ttl, driftFactor);
@@ -38,11 +40,11 @@ export function resolveTiming(
       `must be above the clock drift allowance (ttl * driftFactor + 2 ms = ${drift} ms), or no lock is ever valid, got ${ttl}`,
     );
   const waitTimeout = pick('waitTimeout') ?? REDLOCK_DEFAULTS.waitTimeout;
-  requireNonNegative(`${prefix}waitTimeout`, waitTimeout);
+  requireRule(RULES.waitTimeout, `${prefix}waitTimeout`, waitTimeout);
   const retryDelay = pick('retryDelay') ?? REDLOCK_DEFAULTS.retryDelay;
-  requireNonNegative(`${prefix}retryDelay`, retryDelay);
+  requireRule(RULES.retryDelay, `${prefix}retryDelay`, retryDelay);
   const retryJitter = pick('retryJitter') ?? REDLOCK_DEFAULTS.retryJitter;
-  requireNonNegative(`${prefix}retryJitter`, retryJitter);
+  requireRule(RULES.retryJitter, `${prefix}retryJitter`, retryJitter);
   const explicitNodeTimeout = pick('nodeTimeout');
   let nodeTimeout: number;
   if (explicitNodeTimeout === undefined) {
@@ -52,7 +54,8 @@ export function resolveTiming(
     );
   } else {
     const fromCall = override?.nodeTimeout !== undefined;
-    requirePositive(
+    requireRule(
+      RULES.nodeTimeout,
       `${fromCall ? prefix : ''}nodeTimeout`,
       explicitNodeTimeout,
     );

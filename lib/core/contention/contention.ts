@@ -8,7 +8,7 @@ import { decideRelease } from './release-paths.js';
 import { sendRelease } from '../nodes/send-release.js';
 import { Reservations, type Reservation } from './reservations.js';
 import { transferred, type Waiter } from './transferred.js';
-import type { WaitContext, WaitStrategy } from './wait-strategy.js';
+import type { WaitContext, WaitStrategy } from '../config/wait-strategy.js';
 import { WakeOnRelease } from './wake-on-release.js';
 
 /**

@@ -8,7 +8,7 @@ import type { Clock } from '../util/clock.js';
 import type { LocalQueue } from './local-queue.js';
 import type { ReleaseListener } from './release-listener.js';
 import type { Reservations } from './reservations.js';
-import type { WaitStrategy } from './wait-strategy.js';
+import type { WaitStrategy } from '../config/wait-strategy.js';
 
 /**
  * What contention needs from the `Redlock` instance it serves: the nodes

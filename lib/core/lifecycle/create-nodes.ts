@@ -1,10 +1,8 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { RedlockConfigError } from '../../errors/redlock-config.error.js';
 import { redact, show } from '../util/validate.js';
-import {
-  createClusterNode,
-  isClusterConfig,
-} from '../cluster/cluster-config.js';
+import { createClusterNode } from '../cluster/cluster-config.js';
+import { isClusterConfig } from '../config/clients.js';
 import { ClusterNode } from '../cluster/cluster-node.js';
 import { DROP_AT_ONCE } from '../nodes/close-client.js';
 import {

@@ -1,11 +1,6 @@
 import type { AcquireOptions } from '../config/options.js';
-import { CALL_OPTIONS, refuseUnknownOptions } from '../config/option-names.js';
-import { checkSignalOption } from '../config/call-options.js';
-import {
-  callFencing,
-  callTiming,
-  type RedlockConfig,
-} from '../config/resolve.js';
+import { checkRunOptions } from '../config/call-options.js';
+import { callTiming, type RedlockConfig } from '../config/resolve.js';
 import { normalizeResources } from '../config/resources.js';
 import type { ResolvedTiming } from '../config/timing.js';
 import { lineOf } from '../contention/line.js';
@@ -24,7 +19,8 @@ export interface AcquireCall {
 /**
  * Validates and resolves the arguments of `acquire()` / `tryAcquire()` for
  * an instance of `config` (the in-memory lock of `nestjs-redlock/testing`
- * resolves its calls here too).
+ * resolves its calls here too). The options are checked here, once per
+ * call: `using()` and `run()` rely on it for theirs.
  */
 export function resolveCall(
   config: RedlockConfig,
@@ -32,14 +28,14 @@ export function resolveCall(
   options: AcquireOptions | undefined,
 ): AcquireCall {
   const names = normalizeResources(resources);
+  checkRunOptions(options);
   const timing = callTiming(config, options);
-  if (options !== undefined) refuseUnknownOptions(options, CALL_OPTIONS);
   const keyOf = config.keyOf;
   // An array literal for the one-key call keeps the keys' elements kind
   // stable from the first call on (docs/performance.md, "The user's path").
   const keys = names.length === 1 ? [keyOf(names[0])] : names.map(keyOf);
-  const fencing = callFencing(config, options);
-  const signal = checkSignalOption(options?.signal);
+  const fencing = options?.fencing ?? config.fencing;
+  const signal = options?.signal;
   return {
     resources: names,
     keys,

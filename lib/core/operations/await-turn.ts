@@ -6,7 +6,7 @@ import { abortReason } from '../util/abort.js';
 import { nodeBit } from '../util/node-mask.js';
 import type { GivenNotes } from '../contention/queue-place.js';
 import type { Waiter } from '../contention/transferred.js';
-import type { WaitContext } from '../contention/wait-strategy.js';
+import type { WaitContext } from '../config/wait-strategy.js';
 import { stopReason } from './stop.js';
 
 /**

@@ -14,14 +14,19 @@ export type HoldContext = {
   readonly keepAlive: Pick<RedlockContext['keepAlive'], 'watch'>;
 } & Pick<RedlockContext, 'logger' | 'runs' | 'clock'>;
 
-/** See `Redlock.hold`: `fn` runs under `lock`, kept alive by the watchdog, then the lock is released. */
+/**
+ * See `Redlock.hold`: `fn` runs under `lock`, kept alive by the watchdog,
+ * then the lock is released. `checked`: the options were checked already,
+ * by the acquire of `using()` (each call checks its options once).
+ */
 export async function hold<T>(
   ctx: HoldContext,
   lock: Lock,
   fn: (lock: Lock) => T | Promise<T>,
   options?: RunOptions,
+  checked = false,
 ): Promise<T> {
-  checkRunOptions(options);
+  if (!checked) checkRunOptions(options);
   // quit() gives the run `shutdownTimeout` to finish, its release included.
   const running = run(ctx, lock, fn, options?.maxHold, options?.minHold);
   ctx.runs.add(running);
