@@ -1,7 +1,4 @@
-import {
-  checkRunOptions,
-  checkWatchdogOptions,
-} from './config/call-options.js';
+import { checkWatchdogOptions } from './config/call-options.js';
 import type {
   AcquireOptions,
   RedlockOptions,
@@ -160,10 +157,10 @@ export class Redlock implements LockManager {
     fn: (lock: Lock) => T | Promise<T>,
     options?: RunOptions,
   ): Promise<T> {
-    // Bad run options fail before anything is acquired.
-    checkRunOptions(options);
+    // The acquire checks the options (all of them, before anything is
+    // acquired), so the hold does not check them again.
     const lock = await this.acquire(resources, options);
-    return hold(this.ctx, lock, fn, options);
+    return hold(this.ctx, lock, fn, options, true);
   }
 
   /** Runs `fn` under an acquired lock with a watchdog, then releases it (see {@link using}). */
