@@ -201,8 +201,8 @@ export class Redlock implements LockManager {
   /**
    * PINGs every node and reports whether a quorum answered within
    * `timeoutMs` (default `HEALTH_TIMEOUT_MS`, 1 s), with each node's
-   * latency or error: for readiness probes (see the README's terminus
-   * example). Never rejects; a frozen node costs the timeout. After
+   * latency or error: for readiness probes (see docs/observability.md,
+   * "Health checks"). Never rejects; a frozen node costs the timeout. After
    * `quit()`, every node is reported down (`closed`), also borrowed clients
    * that are still open.
    */

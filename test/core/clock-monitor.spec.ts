@@ -6,7 +6,6 @@ import {
   type RedlockOptions,
 } from 'nestjs-redlock';
 import type { ClockMonitor } from '../../lib/core/nodes/clock-monitor.js';
-import type { NodeStanding } from '../../lib/core/nodes/node-standing.js';
 import {
   closeAll,
   flushed,
@@ -38,7 +37,7 @@ describe('clockMonitor: a node whose clock runs fast does not count', () => {
     return redlock;
   };
   const monitorOf = (redlock: Redlock): ClockMonitor =>
-    (redlock.standing as NodeStanding).clockMonitor;
+    redlock.standing.clockMonitor;
   /** Waits, bounded, until `check()` holds; returns whether it does. */
   const until = async (check: () => boolean, ms: number) => {
     for (const end = Date.now() + ms; !check() && Date.now() < end;)

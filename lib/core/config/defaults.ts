@@ -1,7 +1,7 @@
 import type { OnLockLost } from './options.js';
 
 /**
- * Library defaults, in one place (the README's options table mirrors this).
+ * Library defaults, in one place (docs/configuration.md's options table mirrors this).
  *
  * @publicApi
  */

@@ -251,8 +251,7 @@ export class ReleaseListener {
     for (const entry of set) {
       if (entry.value === message.value) {
         const bit = nodeBit(node);
-        if (message.given)
-          this.noteGiven(message.value, node, message.givenAt);
+        if (message.given) this.noteGiven(message.value, node, message.givenAt);
         entry.heard |= bit;
         // Between the waits of an expected value: noted for the next one.
         if (!entry.wake) return;

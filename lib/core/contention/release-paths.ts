@@ -1,11 +1,6 @@
 import type { ContentionParts } from './host.js';
 import { lineOf } from './line.js';
-import {
-  handOver,
-  linger,
-  mayRenew,
-  reportDeferred,
-} from './handoff.js';
+import { handOver, linger, mayRenew, reportDeferred } from './handoff.js';
 import { renewForNext } from './renew-for-next.js';
 import type { Lock, ReleaseResult } from '../lock.js';
 import { votesOf } from '../nodes/poll.js';
@@ -79,8 +74,7 @@ async function renewOrRelease(
   line: string,
 ): Promise<ReleaseResult> {
   return (
-    (await renewForNext(c, lock, line)) ??
-    releaseOnNodes(c, lock, line, true)
+    (await renewForNext(c, lock, line)) ?? releaseOnNodes(c, lock, line, true)
   );
 }
 

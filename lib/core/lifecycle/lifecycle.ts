@@ -3,11 +3,7 @@ import type { RedlockOptions } from '../config/options.js';
 import { resolveRedlockConfig } from '../config/resolve.js';
 import type { RedlockContext } from '../context.js';
 import type { LockOperations } from '../lock.js';
-import {
-  closeNodes,
-  connectOwned,
-  createNodes,
-} from './create-nodes.js';
+import { closeNodes, connectOwned, createNodes } from './create-nodes.js';
 import { checkHealth, type RedlockHealth } from '../nodes/health.js';
 import { BUSY_WAIT_LIMIT } from '../nodes/poll.js';
 import { quorumRule } from '../nodes/quorum.js';
@@ -22,7 +18,6 @@ import { KeepAlive } from '../watchdog/keep-alive.js';
 import { extendMany } from '../operations/extend.js';
 import { HeldLocks } from '../held-locks.js';
 import { Contention } from '../contention/contention.js';
-import { sendRelease } from '../nodes/send-release.js';
 
 /** The most polls one acquire makes after its last wait (see `quit`). */
 const POLLS_PER_CALL = 4;
@@ -41,7 +36,7 @@ export function openContext(
   const clock = options.clock ?? monotonicClock;
   const logger = options.logger ?? console;
   const nodes = createNodes(options.clients, config.closeClients);
-  const { quorum, timing } = config;
+  const { quorum } = config;
   const standing = new NodeStanding(
     nodes,
     config.restartQuarantine,

@@ -1,10 +1,5 @@
 import type { RedlockConfig } from '../config/resolve.js';
-import {
-  poll,
-  type Ballot,
-  type Judgement,
-  type Tally,
-} from './poll.js';
+import { poll, type Ballot, type Judgement, type Tally } from './poll.js';
 import type { RedlockNode } from './redlock-node.js';
 import { queueLife } from '../config/timing.js';
 import {

@@ -131,13 +131,14 @@ async function acquireInTurn(
   // nodes' queues: a polling waiter named head would be told in vain.
   // A release may give the key outright only to a single-resource lock
   // without fencing (lease > 0 in its name, see transferred()).
-  const waits =
-    timing.waitTimeout > 0 && ctx.contention.listens;
+  const waits = timing.waitTimeout > 0 && ctx.contention.listens;
   const lease = keys.length === 1 && !fencing ? Math.ceil(timing.ttl) : 0;
   // A place the release of our previous lock took for us (see the release
   // script): adopt it instead of asking to be queued.
   const reserved =
-    waits && lease > 0 ? ctx.contention.takeReservation(line, lease) : undefined;
+    waits && lease > 0
+      ? ctx.contention.takeReservation(line, lease)
+      : undefined;
   const value = reserved?.value ?? randomValue();
   const queue: QueuePlace | undefined = waits
     ? {

@@ -1,9 +1,7 @@
-import type { ResolvedTiming } from '../config/timing.js';
 import type { RedlockContext } from '../context.js';
 import { channels, valueHash } from '../events/channels.js';
-import { createLock, type Lock } from '../lock.js';
+import type { Lock } from '../lock.js';
 import { abortReason } from '../util/abort.js';
-import { nodeBit } from '../util/node-mask.js';
 import type { GivenNotes } from '../contention/queue-place.js';
 import type { Waiter } from '../contention/transferred.js';
 import type { WaitContext } from '../config/wait-strategy.js';
