@@ -9,6 +9,9 @@ export declare function freePort(): Promise<number>;
  */
 export declare const SERVERS_DIE_WITH_PARENT: boolean;
 
+/** The server binary: REDLOCK_SERVER, else `redis-server` on PATH. */
+export declare const SERVER_BINARY: string;
+
 /** One real `redis-server` process on 127.0.0.1, persistence off. */
 export declare class RedisServer {
   readonly port: number;

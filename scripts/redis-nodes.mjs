@@ -33,9 +33,30 @@ export function freePort() {
 export const SERVERS_DIE_WITH_PARENT = !spawnSync('setpriv', ['--help'], {
   stdio: 'ignore',
 }).error;
+/**
+ * The server binary: REDLOCK_SERVER, the path of another redis-server or a
+ * valkey-server (scripts/ensure-servers.mjs builds Redis 8.0 and Valkey 8.1),
+ * else `redis-server` on PATH. Cluster mode uses the same binary.
+ */
+export const SERVER_BINARY = process.env.REDLOCK_SERVER || 'redis-server';
 const SERVER_COMMAND = SERVERS_DIE_WITH_PARENT
-  ? ['setpriv', '--pdeathsig', 'KILL', 'redis-server']
-  : ['redis-server'];
+  ? ['setpriv', '--pdeathsig', 'KILL', SERVER_BINARY]
+  : [SERVER_BINARY];
+
+/**
+ * With REDLOCK_SERVER set, says once per run which binary and version the
+ * servers are (the env marker is inherited by jest's workers and children).
+ */
+function announceServer() {
+  if (!process.env.REDLOCK_SERVER || process.env.REDLOCK_SERVER_SHOWN) return;
+  process.env.REDLOCK_SERVER_SHOWN = '1';
+  const run = spawnSync(SERVER_BINARY, ['--version'], { encoding: 'utf8' });
+  console.error(
+    run.status === 0
+      ? `Redis nodes: ${SERVER_BINARY} (${run.stdout.trim()})`
+      : `Redis nodes: REDLOCK_SERVER=${SERVER_BINARY} does not run: ${run.error?.message ?? run.stderr}`,
+  );
+}
 
 // Real redis-server processes on 127.0.0.1 for the tests, the demo and the
 // bench. Plain JavaScript so jest's global setup, the demo and the bench can
@@ -127,6 +148,7 @@ export class RedisServer {
   }
 
   spawn() {
+    announceServer();
     const [command, ...prefix] = SERVER_COMMAND;
     const child = spawn(
       command,
