@@ -19,17 +19,15 @@ import { WakeOnRelease } from './wake-on-release.js';
  * use it through these methods only (docs/development.md, "Contention").
  */
 export class Contention implements ContentionParts {
-  /** @internal */
+  // Its parts (see ContentionParts), for the files of contention/; operations
+  // use the methods below. Not tagged internal: the typings' stripInternal
+  // would drop them, and the class would no longer implement ContentionParts.
   readonly queue = new LocalQueue();
-  /** @internal */
   readonly listener: ReleaseListener;
-  /** @internal */
   readonly reservations: Reservations;
-  /** @internal */
   readonly strategy: WaitStrategy;
 
   constructor(
-    /** @internal */
     readonly host: ContentionHost,
     strategy?: WaitStrategy,
   ) {
