@@ -56,7 +56,7 @@ export type {
 export { Redlock } from './redlock.js';
 export { monotonicClock, type Clock } from './util/clock.js';
 export type { WaitContext, WaitStrategy } from './config/wait-strategy.js';
-export { fallbackDelay, JitteredRetry } from './contention/wait-strategy.js';
+export { fallbackDelay, JitteredRetry } from './contention/jittered-retry.js';
 // The default strategy: made by `Redlock` with its release listener, so a
 // type here (an option left unset gives it).
 export type { WakeOnRelease } from './contention/wake-on-release.js';

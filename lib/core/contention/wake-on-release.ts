@@ -1,7 +1,7 @@
 import { untilWoken } from '../util/wake.js';
 import type { ReleaseListener } from './release-listener.js';
 import type { WaitContext, WaitStrategy } from '../config/wait-strategy.js';
-import { fallbackDelay } from './wait-strategy.js';
+import { fallbackDelay } from './jittered-retry.js';
 
 /**
  * The default strategy: a waiter takes a place in the nodes' wait queues,
