@@ -254,22 +254,30 @@ function parseRun(text, cells) {
 
 /** bench/user-path.mjs's output: per-round pairs/s from its progress lines, client CPU per pair from its table. */
 function parseUser(text, cells) {
-  const SHORT = { baseline: 'A', 'redlock-core': 'B' };
+  // Each library's short name: its side, and the prefix of its cells (the
+  // core's cells are named as before; LockService's start with "service").
+  const SHORT = {
+    baseline: ['A', ''],
+    'redlock-core': ['B', ''],
+    'baseline-service': ['A', 'service '],
+    service: ['B', 'service '],
+  };
   for (const [, cellName, entries] of text.matchAll(/^\[\s*\d+ s\] round \d+ (\S+\|\S+\|\S+\|\S+\|\S+): (.+)$/gm)) {
     const name = cellName.replaceAll('|', ' ');
     for (const entry of entries.split(', ')) {
       const m = /^(\S+) ([\d.]+)\/([\d.]+)$/.exec(entry);
-      if (m && SHORT[m[1]]) cell(cells, 'user', name, 'pairs/s')[SHORT[m[1]]].push(Number(m[2]));
+      if (!m || !SHORT[m[1]]) continue;
+      const [side, prefix] = SHORT[m[1]];
+      cell(cells, 'user', prefix + name, 'pairs/s')[side].push(Number(m[2]));
     }
   }
   const table = tables(text).find((t) => t.header[0] === 'nodes' && t.header.includes('keys'));
   if (!table) return;
   for (const row of table.rows) {
-    const c = cells[`user|${row.slice(0, 5).join(' ')}`];
-    if (!c) continue;
-    for (const [short, side] of Object.entries(SHORT)) {
+    for (const [short, [side, prefix]] of Object.entries(SHORT)) {
+      const c = cells[`user|${prefix}${row.slice(0, 5).join(' ')}`];
       const column = table.header.indexOf(short);
-      if (column >= 0) c.cpu[side] = Number(row[column].split(' / ')[1]);
+      if (c && column >= 0) c.cpu[side] = Number(row[column].split(' / ')[1]);
     }
   }
 }
@@ -328,7 +336,8 @@ if (parts.includes('run')) {
 if (parts.includes('user')) {
   const argv = [
     '--no-write',
-    libs,
+    // The core of each side, and each side's LockService with per-call options.
+    `${libs},baseline-service,nestjs-redlock LockService`,
     ...roundArg,
     ...(quick ? ['--nodes=1', '--pin=on', '--process=cold,warm', '--scenarios=seq', '--keys=distinct', '--pairs=1000'] : []),
     ...words(args['user-args']),

@@ -23,6 +23,8 @@ export const PEERS = ['redlock', '@sesamecare-oss/redlock', 'redis-semaphore', '
  * It is not a peer: the ratios ignore it.
  */
 export const BASELINE = 'baseline';
+/** `LockService` of the BENCH_BASELINE build (bench/user-path.mjs only), for an A/B of the Nest path. */
+export const SERVICE_BASELINE = 'baseline-service';
 const baseline = process.env.BENCH_BASELINE
   ? await import(resolve(process.env.BENCH_BASELINE, 'dist/esm/index.js'))
   : undefined;

@@ -6,15 +6,16 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import * as ours from '../dist/esm/index.js';
-import { createLib, SERVICE } from './libs.mjs';
+import { resolve } from 'node:path';
+import { createLib, SERVICE, SERVICE_BASELINE } from './libs.mjs';
 import { cpuSince } from './util.mjs';
 
 /** LockService as an application calls it: per-call options, in a Nest application context. */
-async function createService(urls, { ttl, wait }) {
-  const app = await NestFactory.createApplicationContext(ours.RedlockModule.forRoot({ clients: urls }), {
+async function createService(urls, { ttl, wait }, lib = ours) {
+  const app = await NestFactory.createApplicationContext(lib.RedlockModule.forRoot({ clients: urls }), {
     logger: false,
   });
-  const locks = app.get(ours.LockService);
+  const locks = app.get(lib.LockService);
   const options = { ttl, waitTimeout: wait };
   return {
     acquire: (key) => locks.acquire(key, options),
@@ -53,7 +54,12 @@ async function run({ scenario, keys, warm, pairs, tag }) {
 process.on('message', async (msg) => {
   try {
     if (msg.cmd === 'setup') {
-      lib = msg.lib === SERVICE ? await createService(msg.urls, msg.opts) : await createLib(msg.lib, msg.urls, msg.opts);
+      lib =
+        msg.lib === SERVICE
+          ? await createService(msg.urls, msg.opts)
+          : msg.lib === SERVICE_BASELINE
+            ? await createService(msg.urls, msg.opts, await import(resolve(process.env.BENCH_BASELINE, 'dist/esm/index.js')))
+            : await createLib(msg.lib, msg.urls, msg.opts);
       process.send({ ok: true });
     } else if (msg.cmd === 'run') {
       process.send({ ok: true, result: await run(msg) });

@@ -22,7 +22,7 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServers } from '../scripts/redis-nodes.mjs';
-import { FLOOR, OURS, SERVICE } from './libs.mjs';
+import { FLOOR, OURS, SERVICE, SERVICE_BASELINE } from './libs.mjs';
 import { internalClient, median, parseFlags } from './util.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -41,7 +41,7 @@ const config = {
   warm: 200,
   opts: { ttl: 10_000, wait: 0 },
 };
-const ours = [SERVICE, OURS];
+const ours = [SERVICE, OURS, SERVICE_BASELINE];
 const t0 = Date.now();
 const log = (msg) => console.log(`[${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${msg}`);
 
