@@ -1,12 +1,5 @@
-import type { RedlockLogger } from './config/options.js';
-import type { RedlockConfig } from './config/resolve.js';
-import type { LockOperations } from './lock.js';
-import type { Tally } from './nodes/poll.js';
-import type { RedlockNode } from './nodes/redlock-node.js';
-import type { NodeStanding } from './nodes/node-standing.js';
 import type { SameServerCheck } from './nodes/same-server.js';
 import type { HeldLocks } from './held-locks.js';
-import type { Clock } from './util/clock.js';
 import type { Contention } from './contention/contention.js';
 import type { ContentionHost } from './contention/host.js';
 import type { KeepAlive } from './watchdog/keep-alive.js';
@@ -19,21 +12,13 @@ export interface RedlockStats {
 }
 
 /**
- * What every operation of one `Redlock` instance shares: its nodes and the
- * quorum rule, its settings, the in-process queue, the release listener,
+ * What every operation of one `Redlock` instance shares: what contention
+ * needs from it (`ContentionHost`: nodes, quorum rule, settings, clock,
+ * logger, node standing, the work `quit()` waits for), contention itself,
  * the watchdog, and the state `quit()` ends. Built once by `openContext`;
  * operations are functions of it, and `Redlock` is the facade that holds it.
  */
 export interface RedlockContext extends ContentionHost {
-  readonly config: RedlockConfig;
-  /** The nodes, in configuration order. */
-  readonly nodes: readonly RedlockNode[];
-  /** Votes needed to hold a lock. */
-  readonly quorum: number;
-  /** The quorum rule that settles a poll (see `quorumRule`). */
-  readonly isDecided: (tally: Tally) => boolean;
-  readonly clock: Clock;
-  readonly logger: RedlockLogger;
   /**
    * Callers competing for the same resources: the in-process queue and its
    * handoffs, the nodes' wait queues, release messages, what a release does.
@@ -41,17 +26,10 @@ export interface RedlockContext extends ContentionHost {
   readonly contention: Contention;
   /** The batched watchdog of every lock `hold()` and `watch()` keep. */
   readonly keepAlive: KeepAlive;
-  /**
-   * Which nodes' grants count, after restarts (see `restartQuarantine`)
-   * and clock trouble (see `clockMonitor`, its `clockMonitor` field).
-   */
-  readonly standing: NodeStanding;
   /** Compares the nodes' run ids at each connection. */
   readonly sameServer: SameServerCheck;
   readonly stats: RedlockStats;
-  /** What a `Lock` calls back for `extend()` and `release()`. */
-  readonly lockOps: LockOperations;
-  /** Set by `quit()`: waiting acquires give up, new ones are refused. */
+  /** Set by `quit()`: waiting acquires give up, new ones are refused (read-only to contention). */
   closed: boolean;
   /** Pending `ready()` waits: `quit()` ends them rather than leave their timers. */
   readonly readyWaits: Set<() => void>;
@@ -61,11 +39,6 @@ export interface RedlockContext extends ContentionHost {
    * connections.
    */
   readonly active: Map<Promise<unknown>, number>;
-  /**
-   * Releases that leave late (held back, after a renewal, a failed
-   * attempt's take-back, a lock left to expire): `quit()` waits for them.
-   */
-  readonly deferred: Set<Promise<unknown>>;
   /** Locks handed to callers and not released: `quit()` releases them. */
   readonly held: HeldLocks;
   /** Work running under a lock (`hold()`): `quit()` gives it `shutdownTimeout` to finish. */
