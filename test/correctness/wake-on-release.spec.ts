@@ -9,7 +9,11 @@ import {
   uniquePrefix,
 } from '../utils/nodes.js';
 import { ownNodes } from '../utils/own-nodes.js';
-import { ACQUIRE_SCRIPT, acquireArgs } from '../../lib/core/scripts/index.js';
+import {
+  ACQUIRE_SCRIPT,
+  acquireArgs,
+  declareMetaKeys,
+} from '../../lib/core/scripts/index.js';
 
 // Waiters wake on a release message; a lost message still ends in a grant
 // within the holder's lease. Own servers: the test kills pub/sub
@@ -366,14 +370,18 @@ describe('wake on release, local queue', () => {
       now: Number(seconds) * 1000 + Math.floor(Number(micros) / 1000),
     };
   };
-  /** The acquire script on that node: value `mine`, 10 s lease, no fencing, place `place`. */
-  const acquireAsMine = (key: string, meta: string, place: string) =>
-    admin[0].eval(
-      ACQUIRE_SCRIPT.source,
-      1,
-      key,
-      ...acquireArgs('mine', 10_000, meta, false, place),
+  /**
+   * The acquire script on that node: value `mine`, 10 s lease, no fencing,
+   * place `place`; its meta keys declared, as the library sends it.
+   */
+  const acquireAsMine = (key: string, meta: string, place: string) => {
+    const { keys, args } = declareMetaKeys(
+      ACQUIRE_SCRIPT,
+      [key],
+      acquireArgs('mine', 10_000, meta, false, place),
     );
+    return admin[0].eval(ACQUIRE_SCRIPT.source, keys.length, ...keys, ...args);
+  };
 
   it("a key already holding the caller's value is granted to it even when another waiter has queued long", async () => {
     // A key given to a waiter whose place on that node has meanwhile

@@ -6,8 +6,8 @@ import {
   type LuaScript,
   type ScriptCall,
 } from '../scripts/lua-script.js';
-import { acquireAcrossSlots, acquireColumns } from './acquire-across-slots.js';
-import { declareMetaKeys } from './declared-keys.js';
+import { declareMetaKeys } from '../scripts/declared-keys.js';
+import { acquireAcrossSlots } from './acquire-across-slots.js';
 import { groupBySlot, keysOf, slotOf } from './key-slot.js';
 import { SLOT_RULES, slotRuleOf } from './slot-rules.js';
 
@@ -62,12 +62,13 @@ export class ClusterNode extends RedlockNode {
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> => {
-    const lockKeys =
-      script.name === 'acquire'
-        ? keys.length / acquireColumns(args)
-        : undefined;
-    const call = declareMetaKeys(script, { keys, args }, lockKeys);
-    return runScript(this.client, call.script, call.keys, call.args);
+    const call = declareMetaKeys(script, keys, args);
+    return runScript(
+      this.client,
+      script.forCluster ?? script,
+      call.keys,
+      call.args,
+    );
   };
 
   /**
@@ -90,20 +91,23 @@ export class ClusterNode extends RedlockNode {
           ? groupBySlot(call.keys, columns)
           : undefined;
       if (!groups || groups.length === 1) {
-        parts.push({ call: i, ...declareMetaKeys(script, call) });
+        parts.push({
+          call: i,
+          ...declareMetaKeys(script, call.keys, call.args),
+        });
         return;
       }
       groupsOf[i] = groups;
       for (const group of groups)
         parts.push({
           call: i,
-          ...declareMetaKeys(script, {
-            keys: keysOf(call.keys, columns, group),
-            args: rule?.argsFor?.(call.args, group) ?? call.args,
-          }),
+          ...declareMetaKeys(
+            script,
+            keysOf(call.keys, columns, group),
+            rule?.argsFor?.(call.args, group) ?? call.args,
+          ),
         });
     });
-    // Every part was declared for the same variant (see `declareMetaKeys`).
     const variant = script.forCluster ?? script;
     const byShard = new Map<string, number[]>();
     parts.forEach((part, p) => {

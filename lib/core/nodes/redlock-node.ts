@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { NodeVote } from '../../errors/node-vote.js';
+import { declareMetaKeys } from '../scripts/declared-keys.js';
 import {
   runScript,
   runScriptPipeline,
@@ -131,9 +132,9 @@ export class RedlockNode {
 
   /**
    * Runs a script by SHA, sending its source only if the node answers
-   * NOSCRIPT. Requests to this node made in the same tick (many callers
-   * acquiring or releasing at once) leave in few socket writes (see
-   * `coalesceWrites`).
+   * NOSCRIPT, with every key it may touch declared (`declareMetaKeys`).
+   * Requests to this node made in the same tick (many callers acquiring or
+   * releasing at once) leave in few socket writes (see `coalesceWrites`).
    */
   run(
     script: LuaScript,
@@ -141,7 +142,10 @@ export class RedlockNode {
     args: readonly (string | number)[],
   ): Promise<unknown> {
     this.coalesceWrites();
-    return runScript(this.client, script, keys, args);
+    if (script.metaKeys === undefined)
+      return runScript(this.client, script, keys, args);
+    const call = declareMetaKeys(script, keys, args);
+    return runScript(this.client, script, call.keys, call.args);
   }
 
   /**
@@ -191,7 +195,13 @@ export class RedlockNode {
     script: LuaScript,
     calls: readonly ScriptCall[],
   ): Promise<unknown[]> {
-    return runScriptPipeline(() => this.client.pipeline(), script, calls);
+    return runScriptPipeline(
+      () => this.client.pipeline(),
+      script,
+      script.metaKeys === undefined
+        ? calls
+        : calls.map(({ keys, args }) => declareMetaKeys(script, keys, args)),
+    );
   }
 
   /**

@@ -96,7 +96,9 @@ return reply
  * their waiters alike (node clocks and arrival orders differ); `name`: the
  * caller's name in the queues (`<listener id> <value> <lease>`). Packed in
  * one argument, read only when the caller is refused or the key is
- * queued for.
+ * queued for. Sent with every key it may touch declared (`declareMetaKeys`):
+ * the meta keys of each lock key follow, and their count in ARGV, both
+ * taken off before the script reads them.
  * Returns `1` when granted (with fencing `{1, 0, counter1, ..., countern}`,
  * counters as decimal strings, `"0"` when absent: they are only read here
  * and raised by `FENCE_SCRIPT` once the client holds the lock); when
@@ -128,7 +130,12 @@ return reply
  *   waiter may take a free key, not only the head, so a multi-resource
  *   waiter blocked on another key keeps nobody waiting.
  */
-export const ACQUIRE_SCRIPT = defineScript('acquire', ACQUIRE_LUA, ACQUIRE_LUA);
+export const ACQUIRE_SCRIPT = defineScript('acquire', ACQUIRE_LUA, {
+  // It never hands a key on: no grant note.
+  kinds: ['q:', 't:'],
+  prefixArg: 2,
+  fencingArg: 3,
+});
 
 /**
  * The arguments of {@link ACQUIRE_SCRIPT}, without the trailing ones that

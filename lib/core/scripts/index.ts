@@ -1,4 +1,5 @@
 export * from './lua-script.js';
+export * from './declared-keys.js';
 export * from './acquire.script.js';
 export * from './release.script.js';
 export * from './extend.script.js';

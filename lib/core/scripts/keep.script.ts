@@ -32,7 +32,11 @@ return 1
  * KEYS[1]: the lock key. ARGV[1]: the lock value, ARGV[2]: the new lease
  * in ms, ARGV[3]: the meta prefix, ARGV[4]: the holder's name in the wait
  * queues (empty if it never waited; it does not count as another waiter).
+ * Sent with its meta keys declared, as the acquire script.
  * Returns `1` when renewed, `-1` when another waiter is queued (nothing
  * changed), `0` when the key no longer holds our value.
  */
-export const KEEP_SCRIPT = defineScript('keep', KEEP_LUA, KEEP_LUA);
+export const KEEP_SCRIPT = defineScript('keep', KEEP_LUA, {
+  kinds: ['q:', 't:'],
+  prefixArg: 2,
+});

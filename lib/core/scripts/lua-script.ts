@@ -11,11 +11,34 @@ export interface LuaScript {
   readonly source: string;
   readonly sha: string;
   /**
-   * The variant a Redis Cluster node runs, for a script that reaches keys
-   * beside its lock keys: the client declares those too (see
-   * `DECLARED_KEYS_LUA`), and a release announces on the key's shard.
+   * For a script that reaches its lock keys' meta keys (wait queue, place
+   * expiries, grant note): which, and where it finds the meta prefix. Such
+   * a script is sent with those keys declared after its own, on every node
+   * kind (see `declareMetaKeys` and `DECLARED_KEYS_LUA`).
+   */
+  readonly metaKeys?: MetaKeysRule;
+  /**
+   * The variant a Redis Cluster node runs, when it differs: a release
+   * announces on the key's shard (`SPUBLISH`), a single server on a plain
+   * channel.
    */
   readonly forCluster?: LuaScript;
+}
+
+/** Where a script that declares meta keys finds what it needs to name them. */
+export interface MetaKeysRule {
+  /**
+   * The meta keys of each lock key it may touch: `q:` its wait queue, `t:`
+   * the places' expiries, `g:` the grant note (see WAIT_QUEUE_LUA).
+   */
+  readonly kinds: readonly ('q:' | 't:' | 'g:')[];
+  /** The index (from 0) of the meta prefix in the script's arguments. */
+  readonly prefixArg: number;
+  /**
+   * The index of the argument that is `1` when the keys are the lock keys
+   * followed by as many fencing counters (which have no meta keys).
+   */
+  readonly fencingArg?: number;
 }
 
 /** One run of a script in a pipeline. */
@@ -25,32 +48,47 @@ export interface ScriptCall {
 }
 
 /**
- * Builds a {@link LuaScript}, hashing its source once at module load;
- * `clusterSource`: its Redis Cluster variant, if it has one.
+ * Builds a {@link LuaScript}, hashing its source once at module load.
+ * `declared`: for a script that reaches meta keys, where it finds the meta
+ * prefix, and (`clusterSource`) its Redis Cluster variant if it differs;
+ * both are then run with the meta keys declared (see `DECLARED_KEYS_LUA`).
  */
 export function defineScript(
   name: string,
   source: string,
-  clusterSource?: string,
+  declared?: MetaKeysRule & { readonly clusterSource?: string },
 ): LuaScript {
-  const sha = createHash('sha1').update(source).digest('hex');
-  if (clusterSource === undefined) return { name, source, sha };
+  if (declared === undefined) return hashed(name, source);
+  const { clusterSource, ...metaKeys } = declared;
+  const script = hashed(name, DECLARED_KEYS_LUA + source, metaKeys);
+  if (clusterSource === undefined || clusterSource === source) return script;
   return {
-    name,
-    source,
-    sha,
-    forCluster: defineScript(name, DECLARED_KEYS_LUA + clusterSource),
+    ...script,
+    forCluster: hashed(name, DECLARED_KEYS_LUA + clusterSource, metaKeys),
   };
 }
 
+function hashed(
+  name: string,
+  source: string,
+  metaKeys?: MetaKeysRule,
+): LuaScript {
+  const sha = createHash('sha1').update(source).digest('hex');
+  return metaKeys ? { name, source, sha, metaKeys } : { name, source, sha };
+}
+
 /**
- * The start of a script's Redis Cluster variant. A cluster routes a script
- * by the keys it declares, and during a slot migration it runs one only
- * where all of them are (or asks the client to try again): a key reached
- * without being declared could be written on the node the slot is leaving,
- * and the migration would then fail on it. So the client declares the meta
- * keys too (see `declareMetaKeys`) and sends, last in ARGV, how many keys
- * the script itself reads; the rest are taken off here.
+ * The start of a script that reaches meta keys. Managed and compatible
+ * servers (ElastiCache Serverless, Dragonfly, Upstash, Alibaba's cluster
+ * proxy) refuse a script that touches a key it did not declare, and a
+ * Cluster routes a script by the keys it declares: during a slot migration
+ * it runs one only where all of them are (or asks the client to try
+ * again), and a key reached without being declared could be written on
+ * the node the slot is leaving, where the migration would then fail on
+ * it. So the client declares the meta keys too, on every node kind (see
+ * `declareMetaKeys`), and sends, last in ARGV, how many keys the script
+ * itself reads; the rest are taken off here, and the script names them from
+ * the meta prefix, as the client did.
  */
 const DECLARED_KEYS_LUA = `
 local declared = tonumber(table.remove(ARGV))

@@ -75,7 +75,8 @@ return deleted * 2 + reserved
  * (`<listener id> <new value> <lease>`); ARGV[4]: the caller's name in the
  * wait queues (`<listener id> <value> <lease>`). Packed, as in the acquire
  * script, and left out when they say nothing (`1`, no name: see
- * `releaseArgs`): most releases are uncontended.
+ * `releaseArgs`): most releases are uncontended. Sent with its meta keys
+ * declared, as the acquire script.
  * Returns `deleted * 2 + reserved`: how many keys it deleted, and `1` when
  * it queued the reserved place (one integer: see the acquire script); read
  * it with `releaseReply`.
@@ -102,11 +103,11 @@ return deleted * 2 + reserved
  * caller (`g:<key>`): the caller counts that node from the message,
  * whatever its attempt did.
  */
-export const RELEASE_SCRIPT = defineScript(
-  'release',
-  releaseSource(false),
-  releaseSource(true),
-);
+export const RELEASE_SCRIPT = defineScript('release', releaseSource(false), {
+  kinds: ['q:', 't:', 'g:'],
+  prefixArg: 1,
+  clusterSource: releaseSource(true),
+});
 
 /**
  * The arguments of {@link RELEASE_SCRIPT}, without the trailing ones that
