@@ -198,15 +198,33 @@ describe('hostile nodes (own redis-server processes)', () => {
       const node = admin[5];
       await node.config('SET', 'maxmemory-policy', 'noeviction');
       await node.config('SET', 'maxmemory', '1mb');
-      const filler = 'x'.repeat(10_000);
-      for (let i = 0; i < 1000; i++) {
-        const done = await node.set(`fill:${i}`, filler).then(
-          () => false,
-          (error: Error) => /OOM/.test(error.message),
-        );
-        if (done) break;
-        if (i === 999) throw new Error('the node never ran out of memory');
+      // Filled until even a small write is refused. 10 kB values first,
+      // then 1 kB, then 64 B ones: Redis 8 and Valkey 8 free the query
+      // buffer of the client whose 10 kB SET was refused, which brings the
+      // node back under maxmemory by tens of kB, and the next small write
+      // (the lock's SET) would be accepted. Redis 7.0 keeps that buffer.
+      let i = 0;
+      for (const size of [10_000, 1_000, 64]) {
+        const filler = 'x'.repeat(size);
+        for (let n = 0; ; n++, i++) {
+          const refused = await node.set(`fill:${i}`, filler).then(
+            () => false,
+            (error: Error) => /OOM/.test(error.message),
+          );
+          if (refused) break;
+          if (n === 5000)
+            throw new Error(
+              `the node never refused a ${size}-byte write (maxmemory 1mb)`,
+            );
+        }
       }
+      // Full: a write as small as the lock's is refused now.
+      expect(
+        await node.set('fill:probe', '1').then(
+          () => 'accepted',
+          (error: Error) => error.message,
+        ),
+      ).toMatch(/^OOM/);
     });
     afterAll(async () => {
       await admin[5].config('SET', 'maxmemory', '0');
