@@ -33,7 +33,7 @@
 // Plain JavaScript like redis-nodes.mjs; types in netns-nodes.d.mts.
 import { spawn, spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
-import { SERVERS_DIE_WITH_PARENT } from './redis-nodes.mjs';
+import { SERVER_BINARY, SERVERS_DIE_WITH_PARENT } from './redis-nodes.mjs';
 
 const PREFIX = 'rlns'; // namespace names: rlns<pid>r (router), rlns<pid>n<i> (nodes)
 const IP_TIMEOUT_MS = 5000;
@@ -72,8 +72,8 @@ export function netnsUnavailable() {
     } finally {
       ipQuiet('netns', 'del', name);
     }
-    const found = spawnSync('redis-server', ['--version'], { stdio: 'ignore' });
-    if (found.error) throw new Error('redis-server not found');
+    const found = spawnSync(SERVER_BINARY, ['--version'], { stdio: 'ignore' });
+    if (found.error) throw new Error(`${SERVER_BINARY} not found`);
     probed = '';
   } catch (error) {
     probed = `network namespaces not available: ${error instanceof Error ? error.message : String(error)}`;
@@ -169,9 +169,11 @@ class NetnsNode {
   }
 
   async spawn() {
+    // The server under test: REDLOCK_SERVER, else redis-server on PATH
+    // (scripts/redis-nodes.mjs).
     const server = SERVERS_DIE_WITH_PARENT
-      ? ['setpriv', '--pdeathsig', 'KILL', 'redis-server']
-      : ['redis-server'];
+      ? ['setpriv', '--pdeathsig', 'KILL', SERVER_BINARY]
+      : [SERVER_BINARY];
     const child = spawn(
       'ip',
       [

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { Redlock } from 'nestjs-redlock';
-import { freePort } from '../../scripts/redis-nodes.mjs';
+import { freePort, SERVER_BINARY } from '../../scripts/redis-nodes.mjs';
 import { flushed, uniquePrefix } from '../utils/nodes.js';
 import { ownNodes } from '../utils/own-nodes.js';
 
@@ -34,7 +34,9 @@ describe('a node reached through Sentinel', () => {
         '',
       ].join('\n'),
     );
-    sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+    // The server under test (REDLOCK_SERVER, else redis-server on PATH) in
+    // sentinel mode: Redis and Valkey servers both have it built in.
+    sentinel = spawn(SERVER_BINARY, [conf, '--sentinel'], { stdio: 'ignore' });
     // Ready once it names the master it monitors.
     const probe = new Redis(sentinelPort, '127.0.0.1', {
       retryStrategy: () => 50,

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import {
   freePort,
+  SERVER_BINARY,
   SERVERS_DIE_WITH_PARENT,
 } from '../../scripts/redis-nodes.mjs';
 
@@ -120,29 +121,58 @@ export interface TlsRedisServer {
   readonly port: number;
   /** `rediss://127.0.0.1:<port>` */
   readonly url: string;
+  /** The server binary it runs (see `startTlsServer`). */
+  readonly binary: string;
   /** SIGKILL, and waits for the exit. */
   stop(): Promise<void>;
 }
 
 /**
  * Thrown by `startTlsServer` when this redis-server was built without TLS
- * (it refuses the `tls-*` directives): the one case a TLS spec may skip.
+ * (it refuses the `tls-*` directives, or finds no TLS support when it
+ * starts): the one case a TLS spec may skip.
  */
 export class NoTlsBuildError extends Error {}
+
+/** Server binaries seen to lack TLS in this process. */
+const withoutTls = new Set<string>();
 
 /**
  * Starts a redis-server with TLS only (`--port 0`: no plain port), the
  * certificates of `certs`, and no client certificates asked for. Resolves
  * once a client trusting the CA gets a PONG.
+ *
+ * The binary is the server under test (REDLOCK_SERVER, see
+ * scripts/redis-nodes.mjs) when it was built with TLS. The builds of
+ * scripts/ensure-servers.mjs (Redis 8.0, Valkey 8.1) are `BUILD_TLS=no`:
+ * under them the TLS specs run on the system's `redis-server` on PATH
+ * (Debian's 7.0, built with TLS) instead of being skipped, and the server
+ * returned names the binary it runs. Only when that one lacks TLS too does
+ * this throw `NoTlsBuildError`.
  */
 export async function startTlsServer(
+  certs: TestCertificates,
+): Promise<TlsRedisServer> {
+  if (SERVER_BINARY !== 'redis-server' && !withoutTls.has(SERVER_BINARY)) {
+    try {
+      return await startTlsServerOn(SERVER_BINARY, certs);
+    } catch (error) {
+      if (!(error instanceof NoTlsBuildError)) throw error;
+      withoutTls.add(SERVER_BINARY);
+    }
+  }
+  return startTlsServerOn('redis-server', certs);
+}
+
+async function startTlsServerOn(
+  binary: string,
   certs: TestCertificates,
 ): Promise<TlsRedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(certs.dir, 'redis-'));
   const command = SERVERS_DIE_WITH_PARENT
-    ? ['setpriv', '--pdeathsig', 'KILL', 'redis-server']
-    : ['redis-server'];
+    ? ['setpriv', '--pdeathsig', 'KILL', binary]
+    : [binary];
   const child = spawn(
     command[0],
     [
@@ -192,12 +222,16 @@ export async function startTlsServer(
   for (;;) {
     if (child.exitCode !== null) {
       await closed;
-      // A build without TLS does not know the directive.
-      if (/tls-port/.test(output) && /Bad directive|unknown/i.test(output))
+      // A build without TLS does not know the directive (Redis 6), or
+      // knows it and finds no TLS connection type (Redis 7+, Valkey).
+      if (
+        (/tls-port/.test(output) && /Bad directive|unknown/i.test(output)) ||
+        /Failed finding TLS support/.test(output)
+      )
         throw new NoTlsBuildError(
-          `redis-server was built without TLS: ${output.trim()}`,
+          `${binary} was built without TLS: ${output.trim()}`,
         );
-      throw new Error(`TLS redis-server exited: ${output.trim()}`);
+      throw new Error(`TLS ${binary} exited: ${output.trim()}`);
     }
     const probe = new Redis({
       host: '127.0.0.1',
@@ -217,7 +251,7 @@ export async function startTlsServer(
       if (probe.status !== 'end') probe.disconnect();
       if (Date.now() > deadline) {
         await stop();
-        throw new Error(`TLS redis-server did not start: ${output.trim()}`);
+        throw new Error(`TLS ${binary} did not start: ${output.trim()}`);
       }
       await new Promise((r) => setTimeout(r, 25));
     }
@@ -225,5 +259,5 @@ export async function startTlsServer(
   child.stdout.destroy();
   child.stderr.destroy();
   child.unref();
-  return { port, url: `rediss://127.0.0.1:${port}`, stop };
+  return { port, url: `rediss://127.0.0.1:${port}`, binary, stop };
 }
