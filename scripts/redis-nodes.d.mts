@@ -12,6 +12,12 @@ export declare const SERVERS_DIE_WITH_PARENT: boolean;
 /** The server binary: REDLOCK_SERVER, else `redis-server` on PATH. */
 export declare const SERVER_BINARY: string;
 
+/**
+ * REDLOCK_TEST_PROTOCOL (2 or 3), set as ioredis's default `protocol` in
+ * this module instance of ioredis when the module loads; undefined when unset.
+ */
+export declare const TEST_PROTOCOL: 2 | 3 | undefined;
+
 /** One real `redis-server` process on 127.0.0.1, persistence off. */
 export declare class RedisServer {
   readonly port: number;

@@ -39,6 +39,27 @@ export const SERVERS_DIE_WITH_PARENT = !spawnSync('setpriv', ['--help'], {
  * else `redis-server` on PATH. Cluster mode uses the same binary.
  */
 export const SERVER_BINARY = process.env.REDLOCK_SERVER || 'redis-server';
+
+/**
+ * REDLOCK_TEST_PROTOCOL=2|3: the RESP version every ioredis client of this
+ * process speaks (its module instance of ioredis: in jest, the test file's),
+ * the clients the library creates from URLs and options included, set as
+ * ioredis's default `protocol` when this module loads (test/utils/nodes.ts
+ * imports it, so every spec on real servers does). ioredis 6 speaks RESP3
+ * by default, ioredis 5 only RESP2. A URL's `?protocol=` is no way to set
+ * it: ioredis keeps it as a string, and "3" !== 3 makes it RESP2. Unset,
+ * nothing changes (undefined: ioredis's own default).
+ */
+export const TEST_PROTOCOL = testProtocol(process.env.REDLOCK_TEST_PROTOCOL);
+if (TEST_PROTOCOL) Redis.defaultOptions.protocol = TEST_PROTOCOL;
+
+/** @param {string | undefined} value @returns {2 | 3 | undefined} */
+function testProtocol(value) {
+  if (!value) return undefined;
+  if (value === '2' || value === '3') return /** @type {2 | 3} */ (+value);
+  throw new Error(`REDLOCK_TEST_PROTOCOL must be 2 or 3, got '${value}'`);
+}
+
 const SERVER_COMMAND = SERVERS_DIE_WITH_PARENT
   ? ['setpriv', '--pdeathsig', 'KILL', SERVER_BINARY]
   : [SERVER_BINARY];

@@ -2,6 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { Redis, type Command } from 'ioredis';
 import type { Redlock } from 'nestjs-redlock';
 
+/**
+ * REDLOCK_TEST_PROTOCOL=2|3 (scripts/redis-nodes.mjs): loading that module
+ * makes it ioredis's default `protocol`, so every client of a spec that
+ * imports this file speaks it: the library's, made from the URLs below, and
+ * the spec's own (`inspect`). Undefined: ioredis's default (RESP3 in 6).
+ */
+export { TEST_PROTOCOL } from '../../scripts/redis-nodes.mjs';
+
 /** URL of the shared single-node server started by global-setup. */
 export function singleUrl(): string {
   const url = process.env.REDIS_SINGLE_URL;
