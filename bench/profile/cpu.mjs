@@ -80,7 +80,7 @@ async function load(build) {
 async function createLayer(layer, url, build) {
   const { ttl } = config;
   const core = resolve(builds[build], 'core');
-  const { ACQUIRE_SCRIPT, RELEASE_SCRIPT } = await import(resolve(core, 'scripts/index.js'));
+  const { ACQUIRE_SCRIPT, RELEASE_SCRIPT, declareMetaKeys } = await import(resolve(core, 'scripts/index.js'));
   const { RedlockNode } = await import(resolve(core, 'nodes/redlock-node.js'));
   const { poll } = await import(resolve(core, 'nodes/poll.js'));
   const { randomValue } = await import(resolve(core, 'util/lock-value.js'));
@@ -90,7 +90,12 @@ async function createLayer(layer, url, build) {
   const nodes = [new RedlockNode(client, 'node', true)];
   const decided = (tally) => tally.granted >= 1;
   const send = (script, key, args, granted) => {
-    if (layer === 0) return client.evalsha(script.sha, 1, key, ...args);
+    if (layer === 0) {
+      // As the library sends it: the meta keys the script may touch
+      // declared (builds before declareMetaKeys sent the key alone).
+      const call = declareMetaKeys ? declareMetaKeys(script, [key], args) : { keys: [key], args };
+      return client.evalsha(script.sha, call.keys.length, ...call.keys, ...call.args);
+    }
     if (layer === 1) return nodes[0].run(script, [key], args);
     return poll(nodes, (node) => node.run(script, [key], args), (reply) => (granted(reply) ? 'granted' : 'busy'), 1000, decided);
   };

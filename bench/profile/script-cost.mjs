@@ -11,7 +11,7 @@
 import { Redis } from 'ioredis';
 import { startServers } from '../../scripts/redis-nodes.mjs';
 import { median, parseFlags, pinApart } from '../util.mjs';
-import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../dist/esm/core/scripts/index.js';
+import { ACQUIRE_SCRIPT, RELEASE_SCRIPT, acquireArgs, declareMetaKeys, releaseArgs } from '../../dist/esm/core/scripts/index.js';
 
 const args = parseFlags();
 const rounds = Number(args.rounds ?? 7);
@@ -27,13 +27,19 @@ client.defineCommand('cad', {
 await client.script('LOAD', ACQUIRE_SCRIPT.source);
 await client.script('LOAD', RELEASE_SCRIPT.source);
 
+// The calls as the library sends them for a single uncontended attempt and
+// release: the meta keys they may touch declared (`declareMetaKeys`).
+const evalsha = (script, key, args) => {
+  const call = declareMetaKeys(script, [key], args);
+  return client.evalsha(script.sha, call.keys.length, ...call.keys, ...call.args);
+};
 let n = 0;
 const ways = {
   'acquire + release scripts (ours)': async () => {
     const key = `redlock:c${n++}`;
     const value = `v${n}`;
-    await client.evalsha(ACQUIRE_SCRIPT.sha, 1, key, value, 10_000, 'redlock:');
-    await client.evalsha(RELEASE_SCRIPT.sha, 1, key, value, 'redlock:');
+    if ((await evalsha(ACQUIRE_SCRIPT, key, acquireArgs(value, 10_000, 'redlock:', false, undefined))) !== 1) throw new Error('acquire script refused');
+    if ((await evalsha(RELEASE_SCRIPT, key, releaseArgs(value, 'redlock:', undefined, true, undefined))) !== 2) throw new Error('release script did not delete');
   },
   'SET NX PX + compare-and-delete': async () => {
     const key = `redlock:c${n++}`;
