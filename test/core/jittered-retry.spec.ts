@@ -159,7 +159,11 @@ describe('JitteredRetry against real Redis', () => {
     for (const client of admin) {
       expect(await scanKeys(client, `${metaPrefix}*`)).toEqual([]);
       expect(
-        await client.call('PUBSUB', 'NUMSUB', waiter.contention.listener.channel),
+        await client.call(
+          'PUBSUB',
+          'NUMSUB',
+          waiter.contention.listener.channel,
+        ),
       ).toEqual([waiter.contention.listener.channel, 0]);
     }
     await held.release();

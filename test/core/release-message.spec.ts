@@ -23,7 +23,14 @@ describe('release message', () => {
       local given = ${releaseFlagLua()}
       if ARGV[2] == '1' then given = ${releaseFlagLua('ARGV[3]')} end
       return ${releaseMessageLua('key', 'value', 'given')}`;
-    return (await redis.eval(lua, 1, key, value, given ? '1' : '0', '1732700000123')) as string;
+    return (await redis.eval(
+      lua,
+      1,
+      key,
+      value,
+      given ? '1' : '0',
+      '1732700000123',
+    )) as string;
   }
 
   it.each([
@@ -53,6 +60,8 @@ describe('release message', () => {
 
   it('refuses what is not a release message', () => {
     expect(parseReleaseMessage('no separators')).toBeUndefined();
-    expect(parseReleaseMessage(`only one${RELEASE_MESSAGE.separator}0`)).toBeUndefined();
+    expect(
+      parseReleaseMessage(`only one${RELEASE_MESSAGE.separator}0`),
+    ).toBeUndefined();
   });
 });
