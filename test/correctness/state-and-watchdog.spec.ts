@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { Redlock } from 'nestjs-redlock';
 import { startServers, type RedisServer } from '../../scripts/redis-nodes.mjs';
-import { LINES_BEFORE_SWEEP } from '../../lib/core/contention/local-queue.js';
+import { LINES_BEFORE_SWEEP } from '../../lib/core/contention/line.js';
 import { closeAll, uniquePrefix } from '../utils/nodes.js';
 
 // Local lines end with their locks, and the watchdog's batches extend each

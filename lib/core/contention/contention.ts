@@ -61,8 +61,9 @@ export class Contention implements ContentionParts {
     lease: number,
     timeoutMs: number,
     signal?: AbortSignal,
+    untilHeldMs?: number,
   ): Promise<TurnResult> {
-    return this.queue.enter(line, lease, timeoutMs, signal);
+    return this.queue.enter(line, lease, timeoutMs, signal, untilHeldMs);
   }
 
   /** A lease released a moment ago on `line`, for a caller that does not queue (see `LocalQueue.takeLingering`). */

@@ -12,6 +12,13 @@ import { BARGE_WINDOW_MS } from '../scripts/acquire.script.js';
 export const LOCAL_HANDOFF_WINDOW_MS = BARGE_WINDOW_MS;
 
 /**
+ * Lines alive before a new one makes the queue look for lines of locks
+ * that ran out without a release (see `sweep`); then twice as many as are
+ * left, so the search costs each new line a constant share.
+ */
+export const LINES_BEFORE_SWEEP = 1000;
+
+/**
  * Streaks in a row whose end renewed the lease on the nodes instead of
  * releasing it (see `renewForNext`), after which the lock is
  * released and acquired again. The renewal only sees waiters queued on the
@@ -57,6 +64,8 @@ export interface Turn {
   /** The lease the caller asks for (ms): only a lock with that lease is handed to it. */
   readonly lease: number;
   readonly give: (result: TurnResult) => void;
+  /** It does not wait past the moment the caller before it holds (see `LocalQueue.enter`). */
+  untilHeld?: boolean;
 }
 
 /** Callers of one process waiting for the same set of keys: one line. */

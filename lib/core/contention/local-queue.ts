@@ -4,6 +4,7 @@ import {
   abandoned,
   handed,
   leaseOf,
+  LINES_BEFORE_SWEEP,
   MAX_RENEWALS,
   nextTakes,
   passTurn,
@@ -18,21 +19,12 @@ import {
 } from './line.js';
 
 /**
- * Lines alive before a new one makes the queue look for lines of locks
- * that ran out without a release (see `sweep`); then twice as many as are
- * left, so the search costs each new line a constant share.
- */
-export const LINES_BEFORE_SWEEP = 1000;
-
-/**
- * Waiting acquires of one process for the same resources queue here, first
- * come first served: only the caller whose turn it is talks to Redis, the
- * others wait in-process, so a hundred waiters in one replica cost the nodes
+ * Waiting acquires of one process for the same resources (a line, see
+ * `lineOf`) queue here, first come first served: only the caller whose turn
+ * it is talks to Redis, so a hundred waiters in one replica cost the nodes
  * what one costs. The turn passes when its caller gives up, or its lock is
- * released, lost, or runs out of validity. A line exists only while someone
- * holds or waits: no per-resource state outlives its lock (a lock left to
- * expire unreleased keeps its line until the next `sweep`). A line is named
- * by a string (see `lineOf`).
+ * released, lost, or runs out of validity. A line lives only while someone
+ * holds or waits (one left to expire unreleased: until the next `sweep`).
  */
 export class LocalQueue {
   private readonly lines = new Map<string, LineState>();
@@ -54,13 +46,17 @@ export class LocalQueue {
    * handed its lease over (already held: `hold` follows), `timedOut` when
    * `timeoutMs` ran out first; rejects with the signal's reason when aborted.
    * `lease` (ms, whole): the lease asked for; a lock with another lease is
-   * never handed to this caller.
+   * never handed to this caller. A caller that does not wait (`timeoutMs` 0)
+   * behind one still acquiring waits until that one holds (then times out,
+   * its holder known) or leaves (then goes itself), `untilHeldMs` at most:
+   * its answer is then the nodes', as for the caller before it.
    */
   enter(
     line: string,
     lease: number,
     timeoutMs: number,
     signal?: AbortSignal,
+    untilHeldMs?: number,
   ): Promise<TurnResult> {
     const state = this.lines.get(line);
     if (!state) {
@@ -70,8 +66,7 @@ export class LocalQueue {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const adopted = this.adopt(state, lease);
     if (adopted) return Promise.resolve(handed(adopted));
-    // Otherwise a lingering release went to the nodes, and this caller
-    // waits for it like any other.
+    // Otherwise a lingering release went to the nodes: wait like any other.
     return new Promise((resolve, reject) => {
       const finish = () => {
         clearTimeout(timer);
@@ -90,7 +85,9 @@ export class LocalQueue {
         finish();
         reject(abortReason(signal!));
       };
-      const timer = setTimeout(() => turn.give(TIMED_OUT), timeoutMs);
+      turn.untilHeld = timeoutMs === 0 && !state.holder && !!untilHeldMs;
+      const ms = turn.untilHeld ? untilHeldMs : timeoutMs;
+      const timer = setTimeout(() => turn.give(TIMED_OUT), ms);
       signal?.addEventListener('abort', aborted, { once: true });
       state.waiting.push(turn);
       this.watchHolder(line, state);
@@ -142,6 +139,8 @@ export class LocalQueue {
     const state = this.lines.get(line);
     if (!state) return;
     state.holder = lock;
+    for (const turn of [...state.waiting])
+      if (turn.untilHeld) turn.give(TIMED_OUT);
     lock.onLost(() => this.leave(line, lock));
     this.watchHolder(line, state);
   }

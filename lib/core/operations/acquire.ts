@@ -52,11 +52,15 @@ async function afterLocalTurn(
   trace: AcquireTrace | undefined,
 ): Promise<Lock> {
   const { timing, signal, line } = call;
+  // A caller that does not wait learns the outcome of an attempt of this
+  // process still out (settled within a node timeout) rather than guess:
+  // identical requests get one answer.
   const turn = await ctx.contention.enter(
     line,
     Math.ceil(timing.ttl),
     timing.waitTimeout,
     signal,
+    timing.nodeTimeout,
   );
   if (turn.kind === 'handed') {
     // The previous holder in this process handed its lease over.
