@@ -210,8 +210,11 @@ async function acquireInTurn(
         result.lock.waitedInRedis = attempts > 1 || !!reserved?.placed;
         return result.lock;
       }
+      // Timers fire on whole milliseconds, and may fire up to one early:
+      // less than a millisecond left is none (a wait that short would make
+      // a second attempt at the end).
       const remaining = giveUpAt - ctx.clock.now();
-      if (remaining <= 0)
+      if (remaining < 1)
         throw notAcquired(ctx, resources, attempts, result, timing.ttl);
       ctx.stats.retries++;
       const lock = await awaitTurn(ctx, waiter, {
