@@ -203,8 +203,8 @@ describe('JitteredRetry against real Redis', () => {
   it('never waits past the wait timeout, and gives up with the attempt made at its end', async () => {
     const { holder, waiter } = pair();
     const held = await holder.acquire('bounded', { ttl: 10_000 });
-    // Every node holds the key before the waiter tries (an acquire settles at
-    // a quorum): a grant from a late node would be a split vote, tried again.
+    // Every node holds the key before the waiter tries (an acquire settles
+    // at a quorum), so each of its attempts is refused by all three.
     await flushed(holder);
     const started = performance.now();
     const refused = await waiter
