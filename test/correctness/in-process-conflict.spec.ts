@@ -13,13 +13,17 @@ describe('identical callers that do not wait, in one process', () => {
   const asker = make();
   afterAll(() => Promise.all([holder.quit(), asker.quit()]));
 
+  // nodeTimeout 2 s: a starved process must not read late refusals as
+  // timeouts (`unreachable`); the subject here is the lease reported.
   it('all get the holder lease left, whoever of them went to the nodes', async () => {
     const held = await holder.acquire('sku', { ttl: 30_000 });
     const asks = Array.from({ length: 4 }, () =>
-      asker.acquire('sku', { ttl: 10_000, waitTimeout: 0 }).then(
-        () => undefined,
-        (e: unknown) => e,
-      ),
+      asker
+        .acquire('sku', { ttl: 10_000, waitTimeout: 0, nodeTimeout: 2000 })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
     );
     const errors = await Promise.all(asks);
     await held.release();
