@@ -6,6 +6,7 @@
 export type { NodeOutcome, NodeVote } from '../errors/node-vote.js';
 export { LockExtendError } from '../errors/lock-extend.error.js';
 export { LockLostError } from '../errors/lock-lost.error.js';
+export { LockShapeError } from '../errors/lock-shape.error.js';
 export {
   LockNotAcquiredError,
   type LockFailureReason,

@@ -45,6 +45,11 @@ export class Lock {
    * listens to the lock events (for their hold times); `NaN` otherwise.
    */
   acquiredAt = NaN;
+  /**
+   * @internal Called once the release settled (a semaphore's permit
+   * slot: wakes a waiter of this process). Release never rejects.
+   */
+  afterRelease?: () => void;
 
   /**
    * The fencing token of each resource (decimal strings), when the lock was
@@ -152,7 +157,9 @@ export class Lock {
    * holder's key). Never rejects; releasing twice returns the first result.
    */
   release(): Promise<ReleaseResult> {
-    this.released ??= this.ops.releaseLock(this);
+    if (this.released) return this.released;
+    this.released = this.ops.releaseLock(this);
+    if (this.afterRelease) void this.released.then(this.afterRelease);
     return this.released;
   }
 
@@ -162,7 +169,9 @@ export class Lock {
    * release: `release()` afterwards returns the same result.
    */
   letExpire(ms: number): Promise<ReleaseResult> {
-    this.released ??= this.ops.leaveLock(this, ms);
+    if (this.released) return this.released;
+    this.released = this.ops.leaveLock(this, ms);
+    if (this.afterRelease) void this.released.then(this.afterRelease);
     return this.released;
   }
 

@@ -29,6 +29,9 @@ import { health, openContext, quit, ready } from './lifecycle/lifecycle.js';
 import { leaveLock } from './operations/leave.js';
 import { releaseLock } from './operations/release.js';
 import { tryAcquire } from './operations/try-acquire.js';
+import type { PermitHost } from './permits/acquire-permits.js';
+import { shapedAcquire } from './permits/shaped-acquire.js';
+import { PermitBook } from './permits/permit-book.js';
 import type { Clock } from './util/clock.js';
 import type { KeepAlive } from './watchdog/keep-alive.js';
 
@@ -43,8 +46,12 @@ export class Redlock implements LockManager {
   /** @internal What every operation of this instance shares; they live in `operations/`. */
   private readonly ctx: RedlockContext;
 
+  /** @internal The semaphores this instance's callers use (see `permits`). */
+  private readonly permits: PermitHost;
+
   constructor(options: RedlockOptions) {
     this.ctx = openContext(options, this);
+    this.permits = { ctx: this.ctx, book: new PermitBook(this.ctx.clock) };
   }
 
   /** @internal The nodes, in configuration order. */
@@ -122,6 +129,13 @@ export class Redlock implements LockManager {
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock> {
+    if (options?.permits !== undefined || this.permits.book.size !== 0)
+      return shapedAcquire(
+        this.permits,
+        resources,
+        options,
+        false,
+      ) as Promise<Lock>;
     if (!acquireObserved()) return acquire(this.ctx, resources, options);
     return traceAcquire(this.ctx, 'acquire', resources, options, (trace) =>
       acquire(this.ctx, resources, options, trace),
@@ -140,6 +154,8 @@ export class Redlock implements LockManager {
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock | null> {
+    if (options?.permits !== undefined || this.permits.book.size !== 0)
+      return shapedAcquire(this.permits, resources, options, true);
     if (!acquireObserved()) return tryAcquire(this.ctx, resources, options);
     return traceAcquire(this.ctx, 'tryAcquire', resources, options, (trace) =>
       tryAcquire(this.ctx, resources, options, trace),

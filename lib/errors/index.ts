@@ -7,3 +7,4 @@ export * from './lock-lost.error.js';
 export * from './lock-key.error.js';
 export * from './lock-service-unavailable.error.js';
 export * from './stale-fencing-token.error.js';
+export * from './lock-shape.error.js';

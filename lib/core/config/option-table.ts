@@ -20,6 +20,7 @@ import {
   inContext,
   nonNegativeMs,
   oneOf,
+  permitCount,
   positiveMs,
   text,
   unchecked,
@@ -52,6 +53,7 @@ export const ACQUIRE_OPTION_RULES = {
   ...TIMING_OPTION_RULES,
   signal: abortSignal,
   fencing: flag,
+  permits: permitCount,
 } satisfies OptionRules<AcquireOptions>;
 
 /**

@@ -91,6 +91,17 @@ export interface AcquireOptions extends LockTimingOptions {
    * `fencing` (false).
    */
   fencing?: boolean;
+  /**
+   * Makes the lock a counting semaphore: at most `permits` (1 to 1024)
+   * holders of each resource at once, across all processes. Each permit is a slot of its own, locked as a mutex is (the
+   * lock's `resources` name the slots it holds, `<resource>#permit-<i>`), so
+   * the bound holds over the quorum as the mutex's exclusion does. Every
+   * caller of a resource must ask with the same `permits`: a call that asks
+   * with another count, or without `permits`, while this process holds or
+   * acquires the resource is refused with `LockShapeError`. Default: a
+   * mutex (no permits).
+   */
+  permits?: number;
 }
 
 /**

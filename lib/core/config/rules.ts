@@ -32,6 +32,18 @@ export const positiveMs: Rule<number> = (value) =>
 export const nonNegativeMs: Rule<number> = (value) =>
   durationProblem(value, 'non-negative');
 
+/** Most permits a semaphore may have: each is a key on every node, and an acquire may try each once. */
+export const MAX_PERMITS = 1024;
+
+/** A permit count: an integer from 1 to {@link MAX_PERMITS}. */
+export const permitCount: Rule<number> = (value) =>
+  typeof value === 'number' &&
+  Number.isInteger(value) &&
+  value >= 1 &&
+  value <= MAX_PERMITS
+    ? undefined
+    : `must be an integer from 1 to ${MAX_PERMITS}, got ${show(value)}`;
+
 /** `true` or `false`. */
 export const flag: Rule<boolean> = (value) =>
   typeof value === 'boolean'

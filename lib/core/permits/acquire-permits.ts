@@ -1,0 +1,178 @@
+import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error.js';
+import { LockShapeError } from '../../errors/lock-shape.error.js';
+import type { AcquireOptions } from '../config/options.js';
+import type { RedlockContext } from '../context.js';
+import { lineOf } from '../contention/line.js';
+import type { Lock } from '../lock.js';
+import { votesOf } from '../nodes/poll.js';
+import { resolveCall, type AcquireCall } from '../operations/acquire-call.js';
+import { count } from '../operations/acquire.js';
+import type { AttemptResult } from '../operations/attempt.js';
+import { attemptOnce } from '../operations/attempt-once.js';
+import { stopReason } from '../operations/stop.js';
+import { rejected } from '../util/rejected.js';
+import { permitResource, shapeName } from './permit-slots.js';
+import type { PermitBook } from './permit-book.js';
+
+/** What the permit acquires of one `Redlock` need besides its context. */
+export interface PermitHost {
+  readonly ctx: RedlockContext;
+  readonly book: PermitBook;
+}
+
+/**
+ * `acquire()` / `tryAcquire()` with `permits`: takes one free permit slot
+ * of each resource, all or nothing (one attempt locks the chosen slots of
+ * every resource at once, as a mutex over several resources is locked).
+ * Tries the slots this process does not hold, from a random one, one
+ * attempt each; when none is free, waits until a slot is released in this
+ * process, the shortest lease seen ends, or `retryDelay` (+ jitter) passes,
+ * and tries again, until `waitTimeout`. `once`: `tryAcquire()`, one round
+ * and `null` when every slot is busy.
+ */
+export function acquirePermits(
+  host: PermitHost,
+  resources: string | string[],
+  options: AcquireOptions & { permits: number },
+  once: boolean,
+): Promise<Lock | null> {
+  try {
+    const call = resolveCall(host.ctx.config, resources, options);
+    const stop = stopReason(host.ctx, call.resources, 0, call.signal);
+    if (stop !== undefined) return Promise.reject(stop);
+    checkNoMutexHeld(host.ctx, call, options.permits);
+    host.book.enter(call.resources, options.permits);
+    return permitRounds(host, call, once).finally(() =>
+      host.book.leave(call.resources),
+    );
+  } catch (error) {
+    return rejected(error);
+  }
+}
+
+/** Refuses a semaphore on a resource this process holds as a mutex. */
+function checkNoMutexHeld(
+  ctx: RedlockContext,
+  call: AcquireCall,
+  permits: number,
+): void {
+  for (let i = 0; i < call.resources.length; i++) {
+    const key = [call.keys[i]];
+    if (
+      ctx.contention.holderOf(lineOf(key, false))?.isHeld ||
+      ctx.contention.holderOf(lineOf(key, true))?.isHeld
+    )
+      throw new LockShapeError(
+        call.resources[i],
+        shapeName(permits),
+        shapeName(undefined),
+      );
+  }
+}
+
+async function permitRounds(
+  host: PermitHost,
+  call: AcquireCall,
+  once: boolean,
+): Promise<Lock | null> {
+  const { ctx, book } = host;
+  const { resources, timing, signal } = call;
+  const giveUpAt = ctx.clock.now() + timing.waitTimeout;
+  let attempts = 0;
+  let last: AttemptResult | undefined;
+  for (;;) {
+    const candidates = resources.map((r) => book.candidates(r));
+    const rounds = Math.min(...candidates.map((c) => c.length));
+    for (let k = 0; k < rounds; k++) {
+      const stop = stopReason(ctx, resources, attempts, signal);
+      if (stop !== undefined) throw stop;
+      const slots = candidates.map((c) => c[k]);
+      attempts++;
+      const outcome = await attemptSlots(ctx, call, slots);
+      if (outcome.lock) {
+        // `waited` stays false: a waited lock's release may linger for a
+        // caller of its line, and permit waiters do not queue on lines.
+        book.hold(resources, slots, outcome.lock);
+        count(ctx, attempts > 1);
+        return outcome.lock;
+      }
+      last = outcome.result;
+      // One resource: its slot is the one refused, for the lease reported.
+      if (resources.length === 1 && last.holderTtl !== undefined)
+        book.busy(resources[0], slots[0], last.holderTtl);
+    }
+    const remaining = giveUpAt - ctx.clock.now();
+    // tryAcquire(): null when busy (also when this process holds every
+    // slot), an error when the nodes could not answer.
+    if (once) {
+      if (last === undefined || last.reason === 'busy') return null;
+      throw gaveUp(call, attempts, last);
+    }
+    if (remaining < 1) throw gaveUp(call, attempts, last);
+    ctx.stats.retries++;
+    // A poll: every slot is worth a new try after it, held elsewhere or not.
+    const poll = timing.retryDelay + Math.random() * timing.retryJitter;
+    const leaseEnds = Math.min(
+      ...resources.map((r) => (book.nextFree(r) ?? Infinity) - ctx.clock.now()),
+    );
+    const woken = await book.waitForRelease(
+      resources,
+      Math.min(remaining, poll, leaseEnds + 1),
+      signal,
+    );
+    if (!woken) for (const r of resources) book.forgetBusy(r);
+  }
+}
+
+/** One attempt on the given slot of each resource, without waiting. */
+function attemptSlots(
+  ctx: RedlockContext,
+  call: AcquireCall,
+  slots: readonly number[],
+): Promise<{ lock?: Lock; result: AttemptResult }> {
+  const names = call.resources.map((r, j) => permitResource(r, slots[j]));
+  const keys = names.map(ctx.config.keyOf);
+  const slotCall: AcquireCall = {
+    ...call,
+    resources: names,
+    keys,
+    line: lineOf(keys, call.fencing),
+  };
+  const attempt = attemptOnce(
+    ctx,
+    slotCall,
+    undefined,
+    (_c, _call, result) => ({
+      result,
+    }),
+  );
+  ctx.active.set(attempt, call.timing.nodeTimeout);
+  return attempt.then(
+    (outcome) => {
+      ctx.active.delete(attempt);
+      if ('result' in outcome) return outcome;
+      ctx.held.add(outcome);
+      return { lock: outcome, result: undefined as never };
+    },
+    (error: unknown) => {
+      ctx.active.delete(attempt);
+      throw error;
+    },
+  );
+}
+
+/** The error of a permit acquire that gave up, naming the resources asked for. */
+function gaveUp(
+  call: AcquireCall,
+  attempts: number,
+  last: AttemptResult | undefined,
+): LockNotAcquiredError {
+  const reason = last?.reason ?? 'busy';
+  return new LockNotAcquiredError(
+    call.resources,
+    attempts,
+    reason,
+    last ? votesOf(last.ballots) : [],
+    last?.holderTtl ?? call.timing.ttl,
+  );
+}

@@ -1,0 +1,29 @@
+import { RedlockError } from './redlock.error.js';
+
+/**
+ * A resource was asked for with another shape than the one it is held or
+ * acquired with in this process: a mutex and a semaphore, or semaphores
+ * with different `permits`. Mixing them would break the bound each caller
+ * relies on, so the later call is refused before any Redis call. Use one
+ * shape per resource everywhere (a constant for its `permits` helps).
+ *
+ * @publicApi
+ */
+export class LockShapeError extends RedlockError {
+  constructor(
+    /** The resource asked for (not prefixed). */
+    readonly resource: string,
+    /** The shape this call asked for: `mutex` or `<n> permits`. */
+    readonly requested: string,
+    /** The shape the resource is held or acquired with: `mutex` or `<n> permits`. */
+    readonly current: string,
+  ) {
+    super(
+      `Cannot lock "${resource}" as ${describe(requested)}: it is held or acquired as ${describe(current)} in this process; use one shape (and one permits count) per resource`,
+    );
+  }
+}
+
+function describe(shape: string): string {
+  return shape === 'mutex' ? 'a mutex' : `a semaphore of ${shape}`;
+}

@@ -1,0 +1,171 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import {
+  LockNotAcquiredError,
+  LockShapeError,
+  Redlock,
+  RedlockConfigError,
+  type Lock,
+} from 'nestjs-redlock';
+import { inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
+import { closeAll } from '../utils/nodes.js';
+
+// A counting semaphore (`permits`) on the three quorum nodes: at most
+// `permits` holders at once across instances (each one a process of its
+// own, as far as the lock can tell), a permit freed in the process wakes a
+// waiter, and a resource keeps one shape.
+describe('semaphore (permits) on real nodes', () => {
+  const keyPrefix = uniquePrefix('sem');
+  const admin = inspect(quorumUrls());
+  const redlocks: Redlock[] = [];
+  const make = () => {
+    const r = new Redlock({ clients: quorumUrls(), keyPrefix });
+    redlocks.push(r);
+    return r;
+  };
+  afterAll(async () => {
+    await Promise.all(redlocks.map((r) => r.quit()));
+    await closeAll(admin);
+  });
+
+  it('never lets more than `permits` callers of three instances hold the resource, and uses them all', async () => {
+    const instances = [make(), make(), make()];
+    let inside = 0;
+    let most = 0;
+    let done = 0;
+    const work = async (r: Redlock) => {
+      for (let i = 0; i < 8; i++) {
+        await r.using(
+          'psp',
+          async () => {
+            inside++;
+            most = Math.max(most, inside);
+            await new Promise((resolve) => setTimeout(resolve, 5));
+            inside--;
+            done++;
+          },
+          { permits: 3, waitTimeout: 20_000, retryDelay: 10, retryJitter: 10 },
+        );
+      }
+    };
+    await Promise.all(
+      instances.flatMap((r) => Array.from({ length: 4 }, () => work(r))),
+    );
+    expect(done).toBe(96);
+    expect(most).toBeLessThanOrEqual(3);
+    expect(most).toBe(3);
+  });
+
+  it('holds one slot key per permit, named after the resource, and leaves none after release', async () => {
+    const r = make();
+    const locks = await Promise.all(
+      [0, 1].map(() => r.acquire('slots', { permits: 2 })),
+    );
+    const names = locks.flatMap((l) => l.resources).sort();
+    expect(names).toEqual(['slots#permit-0', 'slots#permit-1']);
+    for (const client of admin)
+      expect((await client.keys(`${keyPrefix}slots*`)).sort()).toEqual([
+        `${keyPrefix}slots#permit-0`,
+        `${keyPrefix}slots#permit-1`,
+      ]);
+    // Every permit held: a third caller is refused without waiting.
+    expect(await r.tryAcquire('slots', { permits: 2 })).toBeNull();
+    await Promise.all(locks.map((l) => l.release()));
+    for (const client of admin)
+      expect(await client.keys(`${keyPrefix}slots*`)).toEqual([]);
+  });
+
+  it('gives up at waitTimeout naming the resource asked for, busy, with the lease left', async () => {
+    const holder = make();
+    const other = make();
+    const held = await holder.acquire('full', { permits: 1, ttl: 10_000 });
+    const error = await other
+      .acquire('full', { permits: 1, waitTimeout: 150, nodeTimeout: 2000 })
+      .catch((e: unknown) => e);
+    await held.release();
+    expect(error).toBeInstanceOf(LockNotAcquiredError);
+    expect(error).toMatchObject({ resources: ['full'], reason: 'busy' });
+    expect((error as LockNotAcquiredError).retryAfter).toBeGreaterThan(5000);
+    for (const client of admin)
+      expect(await client.keys(`${keyPrefix}full*`)).toEqual([]);
+  });
+
+  it('wakes a waiter of the process when a permit is released there, long before its poll', async () => {
+    const r = make();
+    const held = await r.acquire('wake', { permits: 1 });
+    const started = performance.now();
+    const waiting = r.acquire('wake', {
+      permits: 1,
+      retryDelay: 5000,
+      retryJitter: 0,
+      waitTimeout: 10_000,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await held.release();
+    const lock = await waiting;
+    expect(performance.now() - started).toBeLessThan(4000);
+    await lock.release();
+  });
+
+  it('refuses another shape for a resource in use in this process, naming both', async () => {
+    const r = make();
+    const held = await r.acquire('shape', { permits: 4 });
+    await expect(r.acquire('shape', { permits: 2 })).rejects.toThrow(
+      LockShapeError,
+    );
+    await expect(r.acquire('shape', { permits: 2 })).rejects.toThrow(
+      /"shape" as a semaphore of 2 permits: it is held or acquired as a semaphore of 4 permits/,
+    );
+    await expect(r.tryAcquire('shape')).rejects.toThrow(
+      /as a mutex: it is held or acquired as a semaphore of 4 permits/,
+    );
+    await held.release();
+    // Once free in this process, any shape may be used.
+    const mutex = await r.acquire('shape');
+    await expect(r.acquire('shape', { permits: 2 })).rejects.toThrow(
+      /as a semaphore of 2 permits: it is held or acquired as a mutex/,
+    );
+    await mutex.release();
+  });
+
+  it('refuses a permit count that is not an integer from 1 to 1024, naming the field', async () => {
+    const r = make();
+    for (const permits of [0, 1.5, 1025, '3', -1])
+      await expect(
+        r.acquire('bad', { permits: permits as number }),
+      ).rejects.toThrow(RedlockConfigError);
+    await expect(r.acquire('bad', { permits: 0 })).rejects.toThrow(
+      /options\.permits.*must be an integer from 1 to 1024, got 0/,
+    );
+  });
+
+  it('takes one permit of each resource, all or nothing', async () => {
+    const r = make();
+    const other = make();
+    const a = await other.acquire('multi-a', { permits: 1 });
+    // multi-b has a free permit, multi-a none: nothing is taken.
+    expect(
+      await r.tryAcquire(['multi-a', 'multi-b'], { permits: 1 }),
+    ).toBeNull();
+    for (const client of admin)
+      expect(await client.keys(`${keyPrefix}multi-b*`)).toEqual([]);
+    await a.release();
+    const both: Lock = await r.acquire(['multi-a', 'multi-b'], {
+      permits: 1,
+    });
+    expect([...both.resources].sort()).toEqual([
+      'multi-a#permit-0',
+      'multi-b#permit-0',
+    ]);
+    await both.release();
+  });
+
+  it('gives each permit fencing tokens that grow with each holder of it', async () => {
+    const r = make();
+    const first = await r.acquire('fenced', { permits: 1, fencing: true });
+    const t1 = BigInt(first.fencingToken!);
+    await first.release();
+    const second = await r.acquire('fenced', { permits: 1, fencing: true });
+    expect(BigInt(second.fencingToken!)).toBeGreaterThan(t1);
+    await second.release();
+  });
+});
