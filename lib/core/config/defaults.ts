@@ -1,4 +1,4 @@
-import type { OnLockLost } from './options.js';
+import type { LockMode, OnLockLost } from './options.js';
 
 /**
  * Library defaults, in one place (docs/configuration.md's options table mirrors this).
@@ -30,6 +30,9 @@ export const REDLOCK_DEFAULTS = {
 
 /** The values of `OnLockLost`, for validation (here and in `@Locked`'s). */
 export const ON_LOCK_LOST: readonly OnLockLost[] = ['throw', 'ignore'];
+
+/** The values of `LockMode`, for validation. */
+export const LOCK_MODES: readonly LockMode[] = ['read', 'write'];
 
 /**
  * How long `health()` waits for the nodes by default, in ms. More than a

@@ -2,7 +2,7 @@ import { RedlockConfigError } from '../../errors/redlock-config.error.js';
 import { closest } from '../util/closest.js';
 import type { Clock } from '../util/clock.js';
 import { show } from '../util/validate.js';
-import { ON_LOCK_LOST } from './defaults.js';
+import { LOCK_MODES, ON_LOCK_LOST } from './defaults.js';
 import type {
   AcquireOptions,
   ClockMonitorOptions,
@@ -54,6 +54,7 @@ export const ACQUIRE_OPTION_RULES = {
   signal: abortSignal,
   fencing: flag,
   permits: permitCount,
+  mode: oneOf(LOCK_MODES),
 } satisfies OptionRules<AcquireOptions>;
 
 /**
