@@ -32,6 +32,7 @@ import { tryAcquire } from './operations/try-acquire.js';
 import type { PermitHost } from './permits/acquire-permits.js';
 import { shapedAcquire } from './permits/shaped-acquire.js';
 import { PermitBook } from './permits/permit-book.js';
+import { ShapeBook } from './shapes/shape-book.js';
 import type { Clock } from './util/clock.js';
 import type { KeepAlive } from './watchdog/keep-alive.js';
 
@@ -51,7 +52,11 @@ export class Redlock implements LockManager {
 
   constructor(options: RedlockOptions) {
     this.ctx = openContext(options, this);
-    this.permits = { ctx: this.ctx, book: new PermitBook(this.ctx.clock) };
+    this.permits = {
+      ctx: this.ctx,
+      book: new PermitBook(this.ctx.clock),
+      shapes: new ShapeBook(),
+    };
   }
 
   /** @internal The nodes, in configuration order. */
@@ -129,7 +134,7 @@ export class Redlock implements LockManager {
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock> {
-    if (options?.permits !== undefined || this.permits.book.size !== 0)
+    if (options?.permits !== undefined || this.permits.shapes.size !== 0)
       return shapedAcquire(
         this.permits,
         resources,
@@ -154,7 +159,7 @@ export class Redlock implements LockManager {
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock | null> {
-    if (options?.permits !== undefined || this.permits.book.size !== 0)
+    if (options?.permits !== undefined || this.permits.shapes.size !== 0)
       return shapedAcquire(this.permits, resources, options, true);
     if (!acquireObserved()) return tryAcquire(this.ctx, resources, options);
     return traceAcquire(this.ctx, 'tryAcquire', resources, options, (trace) =>

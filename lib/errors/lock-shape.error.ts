@@ -2,8 +2,8 @@ import { RedlockError } from './redlock.error.js';
 
 /**
  * A resource was asked for with another shape than the one it is held or
- * acquired with in this process: a mutex and a semaphore, or semaphores
- * with different `permits`. Mixing them would break the bound each caller
+ * acquired with in this process: a mutex, a semaphore or a read/write
+ * lock, or semaphores with different `permits`. Mixing them would break the bound each caller
  * relies on, so the later call is refused before any Redis call. Use one
  * shape per resource everywhere (a constant for its `permits` helps).
  *
@@ -13,9 +13,9 @@ export class LockShapeError extends RedlockError {
   constructor(
     /** The resource asked for (not prefixed). */
     readonly resource: string,
-    /** The shape this call asked for: `mutex` or `<n> permits`. */
+    /** The shape this call asked for: `mutex`, `<n> permits` or `read/write`. */
     readonly requested: string,
-    /** The shape the resource is held or acquired with: `mutex` or `<n> permits`. */
+    /** The shape the resource is held or acquired with, named alike. */
     readonly current: string,
   ) {
     super(
@@ -25,5 +25,7 @@ export class LockShapeError extends RedlockError {
 }
 
 function describe(shape: string): string {
-  return shape === 'mutex' ? 'a mutex' : `a semaphore of ${shape}`;
+  if (shape === 'mutex') return 'a mutex';
+  if (shape === 'read/write') return 'a read/write lock';
+  return `a semaphore of ${shape}`;
 }

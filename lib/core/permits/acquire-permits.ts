@@ -11,13 +11,19 @@ import type { AttemptResult } from '../operations/attempt.js';
 import { attemptOnce } from '../operations/attempt-once.js';
 import { stopReason } from '../operations/stop.js';
 import { rejected } from '../util/rejected.js';
-import { permitResource, shapeName } from './permit-slots.js';
+import { permitResource } from './permit-slots.js';
 import type { PermitBook } from './permit-book.js';
+import {
+  MUTEX_SHAPE,
+  permitsShape,
+  type ShapeBook,
+} from '../shapes/shape-book.js';
 
 /** What the permit acquires of one `Redlock` need besides its context. */
 export interface PermitHost {
   readonly ctx: RedlockContext;
   readonly book: PermitBook;
+  readonly shapes: ShapeBook;
 }
 
 /**
@@ -40,21 +46,32 @@ export function acquirePermits(
     const call = resolveCall(host.ctx.config, resources, options);
     const stop = stopReason(host.ctx, call.resources, 0, call.signal);
     if (stop !== undefined) return Promise.reject(stop);
-    checkNoMutexHeld(host.ctx, call, options.permits);
-    host.book.enter(call.resources, options.permits);
-    return permitRounds(host, call, once).finally(() =>
-      host.book.leave(call.resources),
+    const shape = permitsShape(options.permits);
+    checkNoMutexHeld(host.ctx, call, shape);
+    host.shapes.enter(call.resources, shape);
+    for (const r of call.resources) host.book.use(r, options.permits);
+    return permitRounds(host, call, once).then(
+      (lock) => {
+        host.shapes.leave(call.resources, lock ?? undefined);
+        for (const r of call.resources) host.book.done(r);
+        return lock;
+      },
+      (error: unknown) => {
+        host.shapes.leave(call.resources);
+        for (const r of call.resources) host.book.done(r);
+        throw error;
+      },
     );
   } catch (error) {
     return rejected(error);
   }
 }
 
-/** Refuses a semaphore on a resource this process holds as a mutex. */
-function checkNoMutexHeld(
+/** Refuses another shape on a resource this process holds as a mutex (mutexes are not in the `ShapeBook`). */
+export function checkNoMutexHeld(
   ctx: RedlockContext,
   call: AcquireCall,
-  permits: number,
+  shape: string,
 ): void {
   for (let i = 0; i < call.resources.length; i++) {
     const key = [call.keys[i]];
@@ -62,11 +79,7 @@ function checkNoMutexHeld(
       ctx.contention.holderOf(lineOf(key, false))?.isHeld ||
       ctx.contention.holderOf(lineOf(key, true))?.isHeld
     )
-      throw new LockShapeError(
-        call.resources[i],
-        shapeName(permits),
-        shapeName(undefined),
-      );
+      throw new LockShapeError(call.resources[i], shape, MUTEX_SHAPE);
   }
 }
 

@@ -10,8 +10,3 @@ export const PERMIT_SEPARATOR = '#permit-';
 export function permitResource(resource: string, slot: number): string {
   return `${resource}${PERMIT_SEPARATOR}${slot}`;
 }
-
-/** A lock's shape, as errors name it: `mutex` or `<n> permits`. */
-export function shapeName(permits: number | undefined): string {
-  return permits === undefined ? 'mutex' : `${permits} permits`;
-}

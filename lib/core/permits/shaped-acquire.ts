@@ -5,6 +5,7 @@ import { acquireObserved, traceAcquire } from '../operations/trace.js';
 import { tryAcquire } from '../operations/try-acquire.js';
 import { rejected } from '../util/rejected.js';
 import { acquirePermits, type PermitHost } from './acquire-permits.js';
+import { MUTEX_SHAPE } from '../shapes/shape-book.js';
 
 /**
  * `acquire()` / `tryAcquire()` of a semaphore (`permits`), or of a mutex
@@ -21,7 +22,7 @@ export function shapedAcquire(
   const permits = options?.permits;
   if (permits === undefined) {
     try {
-      host.book.checkMutex(namesOf(resources));
+      host.shapes.check(namesOf(resources), MUTEX_SHAPE);
     } catch (error) {
       return rejected(error);
     }
