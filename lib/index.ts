@@ -3,6 +3,7 @@ export * from './decorators/index.js';
 export * from './interfaces/index.js';
 // Thrown by the Nest layer only, so not in `nestjs-redlock/core`.
 export { LockKeyError } from './errors/lock-key.error.js';
+export { LockUpgradeError } from './errors/lock-upgrade.error.js';
 export {
   LockServiceUnavailableError,
   type LockServiceUnavailableReason,

@@ -8,3 +8,4 @@ export * from './lock-key.error.js';
 export * from './lock-service-unavailable.error.js';
 export * from './stale-fencing-token.error.js';
 export * from './lock-shape.error.js';
+export * from './lock-upgrade.error.js';

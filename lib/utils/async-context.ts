@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Lock } from '../core/lock.js';
+import type { CallShape } from './call-shape.js';
 
 /**
  * One locked call in an async call chain. Frames link to the frame of the
@@ -12,6 +13,8 @@ export interface LockFrame {
   readonly lock: Lock;
   /** Resources this call acquired itself (empty for a call that only joined). */
   readonly resources: ReadonlySet<string>;
+  /** How it holds them: a mutex, permits of a semaphore, or a side of a read/write lock. */
+  readonly shape: CallShape;
   readonly parent: LockFrame | undefined;
   /** Nested calls currently running on this frame's lock. */
   joined: number;

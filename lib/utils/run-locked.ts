@@ -8,6 +8,7 @@ import type { LockNotAcquiredError } from '../errors/lock-not-acquired.error.js'
 import { LockServiceUnavailableError } from '../errors/lock-service-unavailable.error.js';
 import { isRedlockError } from '../errors/redlock.error.js';
 import { heldBy, lockContext, type LockFrame } from './async-context.js';
+import { callShape, joinRefusal, type CallShape } from './call-shape.js';
 import { adviseRetryAfter, type RetryAfter } from './retry-after.js';
 
 /** What `runLocked` resolves with when `skip` is set and the lock was not acquired. */
@@ -33,7 +34,9 @@ export interface LockedCall {
  * Runs `fn` holding every resource, reentrant by async context: resources
  * an enclosing call of the same chain holds are joined (counted; that call
  * releases them, after its joined calls finished), the others acquired and
- * held by the core's watchdog (`using()`). Once the instance is
+ * held by the core's watchdog (`using()`). A call joins only a lock of its
+ * own shape, or a write lock when it reads (see `joinRefusal`); otherwise
+ * it is refused before anything is acquired. Once the instance is
  * shutting down, a call that would acquire is refused with
  * `LockServiceUnavailableError` (one that only joins still runs: its
  * enclosing call is finishing). With `skip`, a lock that cannot be
@@ -50,6 +53,8 @@ export async function runLocked<T>(
   const { caller, skip = false, retryAfter } = call;
   const names = normalizeResources(resources);
   const held = heldBy(redlock, names);
+  const shape = callShape(options);
+  if (held.size > 0) refuseMixedShapes(held, shape, options, caller);
   const joined = [...new Set(held.values())];
   const ignoreLoss = options?.onLockLost === 'ignore';
   const lostBefore = joined.find((f) => f.lock.signal.aborted);
@@ -77,11 +82,11 @@ export async function runLocked<T>(
             rest,
             (l) => {
               acquired = true;
-              return runInFrame(redlock, l, rest, fn);
+              return runInFrame(redlock, l, rest, shape, fn);
             },
             options,
           )
-        : await runInFrame(redlock, innermost(joined).lock, [], fn);
+        : await runInFrame(redlock, innermost(joined).lock, [], shape, fn);
     outcome = { status: 'fulfilled', value };
   } catch (error) {
     if (!acquired) {
@@ -98,6 +103,25 @@ export async function runLocked<T>(
     throw (lostJoined.lock.signal.reason as LockLostError).withOutcome(outcome);
   if (outcome.status === 'rejected') throw outcome.reason;
   return outcome.value;
+}
+
+/**
+ * Throws when a resource an enclosing call holds is asked for with a shape
+ * that cannot join it: after the options are checked, so a bad option is
+ * reported as such.
+ */
+function refuseMixedShapes(
+  held: ReadonlyMap<string, LockFrame>,
+  shape: CallShape,
+  options: RunOptions | undefined,
+  caller: string,
+): void {
+  for (const [resource, frame] of held) {
+    const refusal = joinRefusal(resource, frame.shape, shape, caller);
+    if (refusal === undefined) continue;
+    checkRunOptions(options);
+    throw refusal;
+  }
 }
 
 /**
@@ -119,12 +143,14 @@ function runInFrame<T>(
   owner: object,
   lock: Lock,
   resources: string[],
+  shape: CallShape,
   fn: (lock: Lock) => T | Promise<T>,
 ): Promise<T> {
   const frame: LockFrame = {
     owner,
     lock,
     resources: new Set(resources),
+    shape,
     parent: lockContext.getStore(),
     joined: 0,
     closed: false,
