@@ -28,6 +28,7 @@ export {
   type ExtendMessage,
   type FenceMessage,
   type HandoverMessage,
+  type LockShape,
   type LostMessage,
   type NotAcquiredMessage,
   type ReleaseMessage,

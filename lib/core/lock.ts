@@ -1,6 +1,6 @@
 import { LockExtendError } from '../errors/lock-extend.error.js';
 import { LockLostError } from '../errors/lock-lost.error.js';
-import { channels, valueHash } from './events/channels.js';
+import { channels, valueHash, type LockShape } from './events/channels.js';
 import type { ReleaseResult } from './release-result.js';
 import type { Clock } from './util/clock.js';
 
@@ -50,6 +50,11 @@ export class Lock {
    * slot: wakes a waiter of this process). Release never rejects.
    */
   afterRelease?: () => void;
+  /**
+   * @internal What the lock is besides a mutex (a semaphore's permit, a
+   * side of a read/write lock), for its events; `undefined` for a mutex.
+   */
+  shape?: LockShape;
 
   /**
    * The fencing token of each resource (decimal strings), when the lock was
@@ -203,6 +208,7 @@ export class Lock {
           valueHash: valueHash(this.value),
           reason,
           holdMs: this.heldFor(),
+          ...this.shape,
         });
       this.controller?.abort(this.lost);
       for (const handler of this.lostHandlers ?? []) handler();
@@ -226,6 +232,8 @@ export interface LockInit {
   readonly waited?: boolean;
   /** The nodes made the acquire wait: another process competes for it. */
   readonly waitedInRedis?: boolean;
+  /** Its shape, when not a mutex (see `Lock.shape`). */
+  readonly shape?: LockShape;
 }
 
 /** @internal Every `Lock` of an instance is made here; `ops`: the instance's. */
@@ -241,6 +249,7 @@ export function createLock(ops: LockOperations, init: LockInit): Lock {
   );
   if (init.waited) lock.waited = true;
   if (init.waitedInRedis) lock.waitedInRedis = true;
+  if (init.shape) lock.shape = init.shape;
   if (channels.release.hasSubscribers || channels.lost.hasSubscribers)
     lock.acquiredAt = ops.clock.now();
   return lock;

@@ -16,6 +16,7 @@ import {
 } from 'node:diagnostics_channel';
 import {
   REDLOCK_CHANNELS,
+  type LockShape,
   type AcquireMessage,
   type AttemptMessage,
   type ExtendMessage,
@@ -140,15 +141,18 @@ export function enableRedlockTelemetry(
       'redlock.ttl_ms': a.ttl,
       'redlock.wait_timeout_ms': a.waitTimeout,
       'redlock.fencing': a.fencing,
+      ...shapeAttributes(a),
     }),
     (a) => {
       const outcome = outcomeOf(a);
       const seconds = (a.waitMs ?? 0) / 1000;
-      m.acquireDuration.record(seconds, { 'redlock.outcome': outcome });
-      m.acquisitions.add(1, { 'redlock.outcome': outcome });
+      const shape = shapeAttributes(a);
+      const byOutcome = { 'redlock.outcome': outcome, ...shape };
+      m.acquireDuration.record(seconds, byOutcome);
+      m.acquisitions.add(1, byOutcome);
       if (outcome === 'acquired') {
-        m.waitDuration.record(seconds);
-        m.held.add(1);
+        m.waitDuration.record(seconds, shape);
+        m.held.add(1, shape);
       }
       return {
         'redlock.outcome': outcome,
@@ -168,11 +172,13 @@ export function enableRedlockTelemetry(
     REDLOCK_CHANNELS.release,
     'redlock.release',
     (r) => {
-      m.held.add(-1);
-      if (r.holdMs !== undefined) m.holdDuration.record(r.holdMs / 1000);
+      const shape = shapeAttributes(r);
+      m.held.add(-1, shape);
+      if (r.holdMs !== undefined) m.holdDuration.record(r.holdMs / 1000, shape);
       return {
         'redlock.resources': [...r.resources],
         ...(r.holdMs === undefined ? {} : { 'redlock.hold_ms': r.holdMs }),
+        ...shape,
       };
     },
     (r) =>
@@ -190,9 +196,10 @@ export function enableRedlockTelemetry(
     (e) => ({
       'redlock.resources': [...e.resources],
       ...(e.ttl === undefined ? {} : { 'redlock.ttl_ms': e.ttl }),
+      ...shapeAttributes(e),
     }),
     (e) => {
-      if (e.error !== undefined) m.extensionsFailed.add(1);
+      if (e.error !== undefined) m.extensionsFailed.add(1, shapeAttributes(e));
       return e.validityMs === undefined
         ? {}
         : { 'redlock.validity_ms': e.validityMs };
@@ -201,7 +208,7 @@ export function enableRedlockTelemetry(
   traced<FenceMessage>(
     REDLOCK_CHANNELS.fence,
     'redlock.fence',
-    (f) => ({ 'redlock.resources': [...f.resources] }),
+    (f) => ({ 'redlock.resources': [...f.resources], ...shapeAttributes(f) }),
     (f) => ({
       ...(f.failure ? { 'redlock.failure': f.failure } : {}),
       ...(f.fencingTokens
@@ -209,13 +216,19 @@ export function enableRedlockTelemetry(
         : {}),
     }),
   );
-  plain<LostMessage>(REDLOCK_CHANNELS.lost, () => m.lost.add(1));
-  plain<AttemptMessage>(REDLOCK_CHANNELS.attempt, (a) =>
+  plain<LostMessage>(REDLOCK_CHANNELS.lost, (l) =>
+    m.lost.add(1, shapeAttributes(l)),
+  );
+  plain<AttemptMessage>(REDLOCK_CHANNELS.attempt, (a) => {
+    const shape = shapeAttributes(a);
     a.latenciesMs.forEach((ms, i) => {
       if (ms !== undefined)
-        m.nodeDuration.record(ms / 1000, { 'server.address': a.nodes[i].node });
-    }),
-  );
+        m.nodeDuration.record(ms / 1000, {
+          'server.address': a.nodes[i].node,
+          ...shape,
+        });
+    });
+  });
   return () => {
     for (const stop of stops.splice(0)) stop();
   };
@@ -228,6 +241,21 @@ function outcomeOf(message: AcquireMessage): string {
   if (error.name === 'LockNotAcquiredError') return error.reason ?? 'busy';
   if (error.name === 'AbortError') return 'aborted';
   return 'error';
+}
+
+/**
+ * A lock's shape as attributes: `redlock.permits` for a semaphore's
+ * permit, `redlock.mode` for a side of a read/write lock; none for a
+ * mutex (its spans and metrics keep the attributes they had).
+ */
+function shapeAttributes(shape: LockShape): Attributes {
+  if (shape.permits === undefined && shape.mode === undefined) return {};
+  return {
+    ...(shape.permits === undefined
+      ? {}
+      : { 'redlock.permits': shape.permits }),
+    ...(shape.mode === undefined ? {} : { 'redlock.mode': shape.mode }),
+  };
 }
 
 /** Fencing tokens as span attribute values: `resource=token`. */

@@ -161,6 +161,7 @@ export function passedOn(
       resources: next.resources,
       valueHash: valueHash(next.value),
       via,
+      ...next.shape,
     });
   return next;
 }

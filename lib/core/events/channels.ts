@@ -5,6 +5,7 @@ import {
   type TracingChannel,
 } from 'node:diagnostics_channel';
 import type { NodeVote } from '../../errors/node-vote.js';
+import type { LockMode } from '../config/lock-options.js';
 import type { ReleaseResult } from '../release-result.js';
 import type { LockFailureReason } from '../../errors/lock-not-acquired.error.js';
 import { createHash } from 'node:crypto';
@@ -41,8 +42,25 @@ export const REDLOCK_CHANNELS = {
   notAcquired: 'nestjs-redlock:not-acquired',
 } as const;
 
-/** What every message names: the lock's resources and its value's hash. */
-interface LockMessage {
+/**
+ * What a lock is besides a mutex: a permit of a semaphore of `permits`, or
+ * one side (`mode`) of a read/write lock. A mutex has neither field.
+ *
+ * @publicApi
+ */
+export interface LockShape {
+  /** The semaphore's permit count (`permits` of the acquire). */
+  readonly permits?: number;
+  /** The side of a read/write lock (`mode` of the acquire). */
+  readonly mode?: LockMode;
+}
+
+/**
+ * What every message names: the lock's resources and its value's hash,
+ * and its shape when it is not a mutex (`permits`, `mode`: absent for a
+ * mutex).
+ */
+interface LockMessage extends LockShape {
   readonly resources: readonly string[];
   /**
    * The first 16 characters (base64url) of the SHA-256 of the lock's
@@ -54,7 +72,9 @@ interface LockMessage {
 
 /**
  * `acquire` start, end and error. Set at the start: `resources`, `call`,
- * `fencing`, `ttl`, `waitTimeout`; once it settled: `attempts`, `waitMs`,
+ * `fencing`, `ttl`, `waitTimeout`, and `permits` or `mode` when the call
+ * asked for them (its `resources` are then those asked for, the lock's
+ * name the permit slots it took); once it settled: `attempts`, `waitMs`,
  * the last attempt's `nodes`, and, when held, `valueHash`, `validityMs`
  * and `fencingTokens` (a `tryAcquire` that found the resources held has
  * no `valueHash`). `error` ends it otherwise. The lock itself is not on
@@ -183,6 +203,21 @@ export function valueHash(value: string): string {
     recentHashes.set(value, hash);
   }
   return hash;
+}
+
+/**
+ * The shape an acquire's options ask for (`permits`, `mode`), for its
+ * messages and its lock; `undefined` for a mutex.
+ */
+export function shapeOf(options: LockShape | undefined): LockShape | undefined {
+  const permits = options?.permits;
+  const mode = options?.mode;
+  if (permits === undefined && mode === undefined) return undefined;
+  return mode === undefined
+    ? { permits }
+    : permits === undefined
+      ? { mode }
+      : { permits, mode };
 }
 
 /** A lock's fencing tokens as a plain object, for messages. */

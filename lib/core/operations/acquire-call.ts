@@ -4,6 +4,7 @@ import { callTiming, type RedlockConfig } from '../config/resolve.js';
 import { normalizeResources } from '../config/resources.js';
 import type { ResolvedTiming } from '../config/timing.js';
 import { lineOf } from '../contention/line.js';
+import { shapeOf, type LockShape } from '../events/channels.js';
 
 /** What one acquire call asks for, its options resolved. */
 export interface AcquireCall {
@@ -14,6 +15,8 @@ export interface AcquireCall {
   readonly signal: AbortSignal | undefined;
   /** The local line its callers of this process wait in. */
   readonly line: string;
+  /** A semaphore's `permits` or a read/write `mode`, as asked; `undefined` for a mutex. */
+  readonly shape: LockShape | undefined;
 }
 
 /**
@@ -43,5 +46,6 @@ export function resolveCall(
     fencing,
     signal,
     line: lineOf(keys, fencing),
+    shape: shapeOf(options),
   };
 }

@@ -191,6 +191,7 @@ async function acquireInTurn(
         fencing,
         queue,
         giveUpAt + timing.nodeTimeout,
+        call.shape,
       );
       if (trace) {
         trace.attempts = attempts;

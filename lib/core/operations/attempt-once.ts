@@ -49,6 +49,7 @@ export function attemptOnce<T>(
     fencing,
     undefined,
     settleBy,
+    call.shape,
   ).then((result) => {
     if (trace) {
       trace.attempts = attempts;

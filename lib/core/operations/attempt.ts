@@ -7,6 +7,7 @@ import {
   traced,
   valueHash,
   type FenceMessage,
+  type LockShape,
 } from '../events/channels.js';
 import { issueFencingTokens } from '../fencing/issue-tokens.js';
 import { fenceCounterKey } from '../fencing/tokens.js';
@@ -39,6 +40,8 @@ export interface AttemptResult {
  * the lease less the drift; otherwise every grant is taken back. With
  * fencing, a second round issues the tokens once the lock is held.
  * `queue`: the waiter's place in the nodes' wait queues, if it waits there.
+ * `shape`: a semaphore's permit or a read/write side, for the events and
+ * the lock (`undefined` for a mutex).
  *
  * Not an async function, and what only some attempts need (fencing, the
  * `attempt` channel, taking grants back) is in functions of its own: a
@@ -53,6 +56,7 @@ export function attempt(
   fencing = false,
   queue?: QueuePlace,
   settleBy = Infinity,
+  shape?: LockShape,
 ): Promise<AttemptResult> {
   const { clock, config } = ctx;
   const start = clock.now();
@@ -82,6 +86,7 @@ export function attempt(
     queue,
     latencies,
     settleBy,
+    shape,
   };
   return poll(
     ctx.nodes,
@@ -121,6 +126,7 @@ interface SentAttempt {
   readonly latencies: (number | undefined)[] | undefined;
   /** When a failed attempt must have settled (clock ms): its caller's bound. */
   readonly settleBy: number;
+  readonly shape: LockShape | undefined;
 }
 
 /** Notes node i's answer: for the wait queues, and for the `attempt` channel. */
@@ -150,6 +156,7 @@ function settle(
     ttl: timing.ttl,
     deadline: start + timing.ttl - timing.drift,
     queueName: sent.queue?.name,
+    shape: sent.shape,
   });
   if (!sent.counters) return { start, ballots, lock };
   return fenced(ctx, sent, ballots, granted, lock, sent.counters);
@@ -226,6 +233,7 @@ function publishAttempt(
     durationMs: ctx.clock.now() - sent.start,
     nodes: votesOf(ballots),
     latenciesMs: sent.latencies,
+    ...sent.shape,
   });
 }
 
@@ -263,6 +271,7 @@ function traceFence(
   const message: FenceMessage = {
     resources: lock.resources,
     valueHash: valueHash(lock.value),
+    ...lock.shape,
   };
   return traced(channels.fence, message, async () => {
     const failure = await fence();

@@ -5,6 +5,7 @@ import type { Lock, ReleaseResult } from '../lock.js';
 import type { NodeVote } from '../../errors/node-vote.js';
 import {
   channels,
+  shapeOf,
   tokensOf,
   traced,
   valueHash,
@@ -44,6 +45,7 @@ export function traceAcquire<T extends Lock | null>(
       call === 'tryAcquire'
         ? 0
         : (options?.waitTimeout ?? ctx.config.timing.waitTimeout),
+    ...shapeOf(options),
   };
   const trace: AcquireTrace = { attempts: 0 };
   const start = ctx.clock.now();
@@ -67,6 +69,7 @@ export function traceAcquire<T extends Lock | null>(
           attempts: error.attempts,
           nodes: error.nodes,
           retryAfterMs: error.retryAfter,
+          ...shapeOf(options),
         });
       throw error;
     } finally {
@@ -90,6 +93,7 @@ export function traceExtend(
     resources: lock.resources,
     valueHash: valueHash(lock.value),
     ttl,
+    ...lock.shape,
   };
   return traced(channels.extend, message, async () => {
     await run();
@@ -106,6 +110,7 @@ export function traceRelease(
     resources: lock.resources,
     valueHash: valueHash(lock.value),
     holdMs: lock.heldFor(),
+    ...lock.shape,
   };
   return traced(channels.release, message, async () => {
     const result = await run();
