@@ -6,6 +6,15 @@
 // with -9 loses nothing it already reported), stamped with this process's
 // clock, performance.timeOrigin + performance.now(); the checker corrects
 // it (see harness.mjs, clock offsets).
+//
+// Workloads (cfg.workload): 'mutex' (the default) as above; 'semaphore':
+// `acquire(resource, { permits })`, the register being the permit slot the
+// lock holds (`lock.resources[0]`, itself a mutex), or none for a semaphore
+// without slots (cfg.semaphore: 'per-node', 'redis-semaphore', see
+// semaphores.mjs); 'rw': `acquire(resource, { mode })`, a writer (cfg.pWrite
+// of the operations) read-modify-writes the resource's register, a reader
+// reads it before and after its work and reports a change (a writer came
+// in between).
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 
@@ -25,6 +34,15 @@ const redlock = new Redlock({
   ...(cfg.jittered ? { waitStrategy: new JitteredRetry() } : {}),
   ...cfg.redlock,
 });
+const workload = cfg.workload ?? 'mutex';
+// Another semaphore than the library's (semaphores.mjs), for the same workload.
+const alt =
+  workload === 'semaphore' && cfg.semaphore && cfg.semaphore !== 'library'
+    ? new (await import('./semaphores.mjs'))[cfg.semaphore === 'per-node' ? 'PerNodeSemaphore' : 'PeerSemaphore'](
+        cfg.urls,
+        cfg.redlock,
+      )
+    : undefined;
 const storeClient = cfg.storeUrl ? new Redis(cfg.storeUrl, { maxRetriesPerRequest: 2 }) : undefined;
 storeClient?.on('error', () => undefined);
 const store = storeClient && new FencedStore(storeClient, { prefix: 'ff:' });
@@ -55,7 +73,10 @@ const libHash = (v) => createHash('sha256').update(v).digest('base64url').slice(
 if (cfg.trace) (await import('./trace.mjs')).startTrace(send, now);
 
 async function section(lock, op) {
-  const { r } = op;
+  // The register this operation may write: its resource's (a mutex, a
+  // writer), its permit slot's (a library semaphore), none (a reader, a
+  // semaphore without slots).
+  const r = op.reg;
   const roll = Math.random();
   const overrun = roll < cfg.pOverrun;
   const watched = !overrun && roll < cfg.pOverrun + cfg.pWatch;
@@ -71,7 +92,9 @@ async function section(lock, op) {
   // Read.
   let v;
   const key = 'reg:' + r;
-  if (store) {
+  if (op.mode === 'read') v = (await ask({ k: 'read', r: op.r, id: op.id })).v;
+  else if (r === undefined) v = undefined;
+  else if (store) {
     try {
       v = Number((await store.get(lock, key)) ?? 0);
     } catch (e) {
@@ -110,6 +133,14 @@ async function section(lock, op) {
   }
   // Write, only while the lock is held with a margin (the documented use).
   if (!cfg.checkBeforeGap && !(lock.remaining() > cfg.writeMargin)) return stopWatch;
+  if (op.mode === 'read') {
+    // A reader's second read, within its validity like a write: a writer
+    // that came in between changed the register.
+    const again = (await ask({ k: 'read', r: op.r, id: op.id })).v;
+    if (again !== v) send({ k: 'torn', id: op.id, r: op.r, first: v, then: again, t: now() });
+    return stopWatch;
+  }
+  if (r === undefined) return stopWatch;
   if (store) {
     try {
       await store.exec(lock, [
@@ -133,9 +164,14 @@ async function worker(w) {
   while (!stopping) {
     const r = cfg.resources[Math.floor(Math.random() * cfg.resources.length)];
     const op = { id: `${cfg.id}.${w}.${n++}`, w, r, start: now(), heldAfterAbort: 0, exts: 0, extFail: 0, rejected: 0 };
+    if (workload === 'rw') op.mode = Math.random() < cfg.pWrite ? 'write' : 'read';
     let lock;
     try {
-      lock = await redlock.acquire(r, { waitTimeout: cfg.waitTimeout, fencing: !!cfg.fenced });
+      const options = { waitTimeout: cfg.waitTimeout, fencing: !!cfg.fenced };
+      if (alt) lock = await alt.acquire(r, { permits: cfg.permits, waitTimeout: cfg.waitTimeout });
+      else if (workload === 'semaphore') lock = await redlock.acquire(r, { ...options, permits: cfg.permits });
+      else if (workload === 'rw') lock = await redlock.acquire(r, { ...options, mode: op.mode });
+      else lock = await redlock.acquire(r, options);
     } catch (e) {
       send({
         k: 'done',
@@ -150,11 +186,16 @@ async function worker(w) {
     op.h = hash(lock.value);
     if (cfg.trace) op.vh = libHash(lock.value);
     op.tok = lock.fencingToken;
+    // A library semaphore's lock names the permit slot it holds.
+    if (workload === 'semaphore' && !alt) op.slot = lock.resources[0];
+    op.reg = op.mode === 'read' ? undefined : (op.slot ?? (workload === 'semaphore' ? undefined : r));
     send({
       k: 'grant',
       id: op.id,
       w,
       r,
+      slot: op.slot,
+      mode: op.mode,
       h: op.h,
       vh: op.vh,
       tok: op.tok,
@@ -180,9 +221,11 @@ async function worker(w) {
 }
 
 await redlock.ready(10_000);
+await alt?.ready();
 send({ k: 'ready' });
 await Promise.all(Array.from({ length: cfg.workers }, (_, w) => worker(w)));
 await redlock.quit();
+await alt?.quit();
 await storeClient?.quit().catch(() => undefined);
 send({ k: 'stopped' });
 process.disconnect?.();

@@ -46,7 +46,20 @@ export const DEFAULTS = {
   fenced: false,
   proxy: false,
   restartQuarantine: 0,
+  // 'mutex', 'semaphore' (`permits` of them per resource; `semaphore`:
+  // 'library', or 'per-node' / 'redis-semaphore', see semaphores.mjs) or
+  // 'rw' (a writer with probability `pWrite`, otherwise a reader).
+  workload: 'mutex',
+  permits: 3,
+  semaphore: 'library',
+  pWrite: 0.2,
 };
+
+/** The lock keys of `cfg`'s resources on a node (the library's naming: keyPrefix 'f:', permit slots). */
+export function lockKeys(cfg) {
+  if (cfg.workload !== 'semaphore') return cfg.resources.map((r) => 'f:' + r);
+  return cfg.resources.flatMap((r) => Array.from({ length: cfg.permits }, (_, i) => `f:${r}#permit-${i}`));
+}
 
 /** Makes every server answer again and empties it (between scenarios). */
 export async function resetServers(servers) {
@@ -74,6 +87,7 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
   const started = now();
   const ops = new Map(); // id -> op (client times corrected when checked)
   const lostUpdates = [];
+  const torn = [];
   const traces = [];
   const register = new Map();
   const notes = { faults: 0, kinds: {}, kills: [], errors: [], log: [] };
@@ -185,6 +199,9 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
         reply(client, { k: 'wack', q: m.q });
         break;
       }
+      case 'torn':
+        torn.push({ ...m, c: client.id });
+        break;
       case 'trace':
         traces.push({ c: client.id, t: m.t, ch: m.ch, ...m.m });
         break;
@@ -231,7 +248,7 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
     /** kill -9 of a client process, and a fresh client in its slot. */
     async killClient(slot) {
       const victim = clients[slot];
-      const held = h.holding(victim.id).map((o) => ({ id: o.id, r: o.r, deadline: o.deadline }));
+      const held = h.holding(victim.id).map((o) => ({ id: o.id, r: o.r, slot: o.slot, deadline: o.deadline }));
       victim.child.kill('SIGKILL');
       notes.kills.push({ client: victim.id, t: now(), held });
       victim.killed = true;
@@ -245,7 +262,7 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
       const c = new Redis(servers[i].url, { maxRetriesPerRequest: 1, connectTimeout: 500 });
       c.on('error', () => undefined);
       try {
-        const keys = cfg.resources.map((r) => 'f:' + r);
+        const keys = lockKeys(cfg);
         await c.eval(
           `for _, k in ipairs(KEYS) do
              local p = redis.call('PTTL', k)
@@ -282,7 +299,7 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
   for (const c of clients) if (!c.exited) c.child.kill('SIGKILL');
   clearInterval(pinger);
   await proxy?.stop();
-  const storeLogs = cfg.fenced ? await readLogs(store, cfg.resources) : undefined;
+  const storeLogs = cfg.fenced ? await readLogs(store) : undefined;
 
   const offsets = Object.fromEntries(everyClient.map((c) => [c.id, c.best]));
   // FAULTS_DUMP=dir keeps each scenario's raw history, for a closer look.
@@ -294,6 +311,7 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
         offsets,
         ops: [...ops.values()],
         lostUpdates,
+        torn,
         kills: notes.kills,
         faults: notes.log,
         traces,
@@ -304,6 +322,7 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
     ops: [...ops.values()],
     offsets,
     lostUpdates,
+    torn,
     storeLogs,
     kills: notes.kills,
     hung,
@@ -314,11 +333,12 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
   });
 }
 
-async function readLogs(store, resources) {
+/** The fenced store's log of each register (a resource, or a permit slot). */
+async function readLogs(store) {
   const c = store.client();
   try {
     const logs = {};
-    for (const r of resources) logs[r] = await c.lrange('log:' + r, 0, -1);
+    for (const key of await c.keys('log:*')) logs[key.slice(4)] = await c.lrange(key, 0, -1);
     return logs;
   } finally {
     c.disconnect();

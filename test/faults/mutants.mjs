@@ -3,7 +3,10 @@
 // not found (a refactor moved the code) fails the run loudly, so a mutant
 // can never silently be identical to the original. Each names the scenario
 // whose faults give its bug a chance to show; the checker must then find at
-// least one safety violation.
+// least one safety violation. A mutant may instead swap a part for one of
+// test/faults's own, through config fields of its scenario (`config`, no
+// patches): per-node-counting runs the semaphore workload on
+// semaphores.mjs's PerNodeSemaphore instead of the library's permits.
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -92,6 +95,13 @@ export const MUTANTS = [
       ],
       ['core/config/resolve.js', 'quorum <= count / 2 ||', 'quorum < 1 ||'],
     ],
+  },
+  {
+    name: 'per-node-counting',
+    what: "a semaphore that caps each node's count of holders, not the quorum's (the peers' design)",
+    scenario: 'sem-contention',
+    config: { semaphore: 'per-node' },
+    patches: [],
   },
   {
     name: 'single-node-tokens',

@@ -1,7 +1,8 @@
 // kill -9 of client processes that hold locks (a fresh process takes the
 // slot). A dead holder's lock is free again within one lease: the next
-// grant of each resource it held, to another process, comes within ttl
-// plus the waiters' poll bound (retryDelay + retryJitter) of the kill.
+// grant of each resource it held (each permit slot, for a semaphore), to
+// another process, comes within ttl plus the waiters' poll bound
+// (retryDelay + retryJitter) of the kill.
 const SLACK_MS = 250; // a loaded 2-core machine: event loops and forks
 
 export default {
@@ -28,7 +29,7 @@ export default {
     for (const kill of kills)
       for (const held of kill.held) {
         const next = ops
-          .filter((o) => o.r === held.r && o.c !== kill.client && o.grant > kill.t)
+          .filter((o) => (o.slot ?? o.r) === (held.slot ?? held.r) && o.c !== kill.client && o.grant > kill.t)
           .reduce((a, o) => Math.min(a, o.grant), Infinity);
         if (!Number.isFinite(next)) continue;
         max = Math.max(max, next - kill.t);
