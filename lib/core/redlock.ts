@@ -22,17 +22,19 @@ import type { RedlockHealth } from './nodes/health.js';
 import type { RedlockNode } from './nodes/redlock-node.js';
 import type { NodeStanding } from './nodes/node-standing.js';
 import { acquire } from './operations/acquire.js';
-import { extendLock, extendMany } from './operations/extend.js';
+import { extendLock } from './operations/extend.js';
 import { hold } from './operations/hold.js';
 import { inspect, type LockInspection } from './operations/inspect.js';
 import { health, openContext, quit, ready } from './lifecycle/lifecycle.js';
 import { leaveLock } from './operations/leave.js';
 import { releaseLock } from './operations/release.js';
 import { tryAcquire } from './operations/try-acquire.js';
-import type { PermitHost } from './permits/acquire-permits.js';
-import { shapedAcquire } from './permits/shaped-acquire.js';
 import { PermitBook } from './permits/permit-book.js';
+import { extendAll } from './rwlock/extend-all.js';
+import { rwLockOperations } from './rwlock/rw-lock-ops.js';
+import { RwWaiters } from './rwlock/rw-waiters.js';
 import { ShapeBook } from './shapes/shape-book.js';
+import { isShaped, shapedAcquire, type ShapesHost } from './shaped-acquire.js';
 import type { Clock } from './util/clock.js';
 import type { KeepAlive } from './watchdog/keep-alive.js';
 
@@ -47,15 +49,18 @@ export class Redlock implements LockManager {
   /** @internal What every operation of this instance shares; they live in `operations/`. */
   private readonly ctx: RedlockContext;
 
-  /** @internal The semaphores this instance's callers use (see `permits`). */
-  private readonly permits: PermitHost;
+  /** @internal The semaphores and read/write locks of this instance's callers (`permits`, `mode`). */
+  private readonly shapes: ShapesHost;
 
   constructor(options: RedlockOptions) {
     this.ctx = openContext(options, this);
-    this.permits = {
+    const waiters = new RwWaiters();
+    this.shapes = {
       ctx: this.ctx,
       book: new PermitBook(this.ctx.clock),
       shapes: new ShapeBook(),
+      waiters,
+      ops: rwLockOperations(this.ctx, (lock) => waiters.wake(lock.resources)),
     };
   }
 
@@ -134,9 +139,9 @@ export class Redlock implements LockManager {
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock> {
-    if (options?.permits !== undefined || this.permits.shapes.size !== 0)
+    if (isShaped(this.shapes, options))
       return shapedAcquire(
-        this.permits,
+        this.shapes,
         resources,
         options,
         false,
@@ -159,8 +164,8 @@ export class Redlock implements LockManager {
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock | null> {
-    if (options?.permits !== undefined || this.permits.shapes.size !== 0)
-      return shapedAcquire(this.permits, resources, options, true);
+    if (isShaped(this.shapes, options))
+      return shapedAcquire(this.shapes, resources, options, true);
     if (!acquireObserved()) return tryAcquire(this.ctx, resources, options);
     return traceAcquire(this.ctx, 'tryAcquire', resources, options, (trace) =>
       tryAcquire(this.ctx, resources, options, trace),
@@ -278,6 +283,6 @@ export class Redlock implements LockManager {
 
   /** @internal The watchdog's batched extension (see `extendMany`). */
   extendMany(locks: readonly Lock[]): Promise<void> {
-    return extendMany(this.ctx, locks);
+    return extendAll(this.ctx, locks);
   }
 }

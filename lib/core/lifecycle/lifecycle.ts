@@ -15,7 +15,7 @@ import { deadlines } from '../util/deadline-timer.js';
 import { settledWithin } from '../util/timeout.js';
 import { requireNonNegative, requirePositive } from '../util/validate.js';
 import { KeepAlive } from '../watchdog/keep-alive.js';
-import { extendMany } from '../operations/extend.js';
+import { extendAll } from '../rwlock/extend-all.js';
 import { HeldLocks } from '../held-locks.js';
 import { Contention } from '../contention/contention.js';
 
@@ -60,7 +60,8 @@ export function openContext(
     logger,
     keepAlive: new KeepAlive({
       now: () => clock.now(),
-      extendMany: (locks) => extendMany(ctx, locks),
+      // Read/write locks have an extension of their own.
+      extendMany: (locks) => extendAll(ctx, locks),
     }),
     standing,
     sameServer: new SameServerCheck(nodes, logger),

@@ -78,7 +78,7 @@ export async function extendLock(
  * our place in the wait queues while we hold), so the extension would
  * join two holds with another holder's in between.
  */
-function settleExtension(
+export function settleExtension(
   ctx: RedlockContext,
   lock: Lock,
   votes: number,

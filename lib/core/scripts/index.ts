@@ -8,3 +8,4 @@ export * from './extend-many.script.js';
 export { packPlace } from './wait-queue.lua.js';
 export * from './keep.script.js';
 export * from './inspect.script.js';
+export * from './rw-lock.script.js';

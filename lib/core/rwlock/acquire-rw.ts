@@ -1,0 +1,143 @@
+import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error.js';
+import { RedlockConfigError } from '../../errors/redlock-config.error.js';
+import type { AcquireOptions, LockMode } from '../config/options.js';
+import { queueLife } from '../config/timing.js';
+import type { RedlockContext } from '../context.js';
+import type { Lock, LockOperations } from '../lock.js';
+import { votesOf } from '../nodes/poll.js';
+import { resolveCall, type AcquireCall } from '../operations/acquire-call.js';
+import { count } from '../operations/acquire.js';
+import { stopReason } from '../operations/stop.js';
+import { checkNoMutexHeld } from '../permits/acquire-permits.js';
+import { READ_WRITE_SHAPE, type ShapeBook } from '../shapes/shape-book.js';
+import { randomValue } from '../util/lock-value.js';
+import { rejected } from '../util/rejected.js';
+import { sendRwRelease } from './rw-lock-ops.js';
+import { attemptRw, type RwAttempt } from './rw-attempt.js';
+import type { RwWaiters } from './rw-waiters.js';
+
+/** What the read/write acquires of one `Redlock` need besides its context. */
+export interface RwHost {
+  readonly ctx: RedlockContext;
+  readonly shapes: ShapeBook;
+  readonly waiters: RwWaiters;
+  /** The operations of the read/write locks it hands out. */
+  readonly ops: LockOperations;
+}
+
+/**
+ * `acquire()` / `tryAcquire()` with `mode`: a read or write lock on every
+ * resource, all or nothing. Attempts as a mutex does; between attempts
+ * waits until a read/write lock of one of the resources is released in
+ * this process, the lease the nodes reported ends, or `retryDelay` (+
+ * jitter) passes, until `waitTimeout`. A writer that readers refused keeps
+ * new readers out meanwhile (its intent), and drops that intent when it
+ * gives up. `once`: `tryAcquire()`, one attempt and `null` when busy.
+ */
+export function acquireRw(
+  host: RwHost,
+  resources: string | string[],
+  options: AcquireOptions & { mode: LockMode },
+  once: boolean,
+): Promise<Lock | null> {
+  try {
+    const call = resolveCall(host.ctx.config, resources, options);
+    if (options.permits !== undefined)
+      throw new RedlockConfigError(
+        'options.permits',
+        `cannot be used with options.mode: a resource is a semaphore or a read/write lock, got permits ${options.permits} and mode '${options.mode}'`,
+      );
+    if (call.fencing)
+      throw new RedlockConfigError(
+        'options.fencing',
+        `cannot be used with options.mode ('${options.mode}'): read/write locks have no fencing tokens; fence the writes with a mutex`,
+      );
+    const stop = stopReason(host.ctx, call.resources, 0, call.signal);
+    if (stop !== undefined) return Promise.reject(stop);
+    checkNoMutexHeld(host.ctx, call, READ_WRITE_SHAPE);
+    host.shapes.enter(call.resources, READ_WRITE_SHAPE);
+    return rwRounds(host, call, options.mode, once).then(
+      (lock) => {
+        host.shapes.leave(call.resources, lock ?? undefined);
+        return lock;
+      },
+      (error: unknown) => {
+        host.shapes.leave(call.resources);
+        throw error;
+      },
+    );
+  } catch (error) {
+    return rejected(error);
+  }
+}
+
+async function rwRounds(
+  host: RwHost,
+  call: AcquireCall,
+  mode: LockMode,
+  once: boolean,
+): Promise<Lock | null> {
+  const { ctx } = host;
+  const { resources, timing, signal, keys } = call;
+  const giveUpAt = ctx.clock.now() + timing.waitTimeout;
+  const value = randomValue();
+  const intentLife = queueLife(timing);
+  let attempts = 0;
+  let last: RwAttempt | undefined;
+  let held = false;
+  try {
+    for (;;) {
+      const stop = stopReason(ctx, resources, attempts, signal);
+      if (stop !== undefined) throw stop;
+      attempts++;
+      const attempt = attemptRw(ctx, host.ops, call, mode, value, intentLife);
+      ctx.active.set(attempt, timing.nodeTimeout);
+      last = await attempt.finally(() => ctx.active.delete(attempt));
+      if (last.lock) {
+        const late = stopReason(ctx, resources, attempts, signal);
+        if (late !== undefined) {
+          await last.lock.release();
+          throw late;
+        }
+        ctx.held.add(last.lock);
+        count(ctx, attempts > 1);
+        held = true;
+        return last.lock;
+      }
+      const remaining = giveUpAt - ctx.clock.now();
+      if (once) {
+        if (last.reason === 'busy') return null;
+        throw gaveUp(call, attempts, last);
+      }
+      if (remaining < 1) throw gaveUp(call, attempts, last);
+      ctx.stats.retries++;
+      const poll = timing.retryDelay + Math.random() * timing.retryJitter;
+      await host.waiters.wait(
+        resources,
+        Math.min(remaining, poll, (last.holderTtl ?? Infinity) + 1),
+        signal,
+      );
+    }
+  } finally {
+    // A writer that gives up (or tries once) drops its intent, or readers
+    // would wait for a writer that is gone until the intent lapses.
+    if (mode === 'write' && attempts > 0 && !held)
+      await sendRwRelease(ctx, keys, value, false, timing.nodeTimeout);
+  }
+}
+
+/** The error of a read/write acquire that gave up. */
+function gaveUp(
+  call: AcquireCall,
+  attempts: number,
+  last: RwAttempt,
+): LockNotAcquiredError {
+  const reason = last.reason ?? 'busy';
+  return new LockNotAcquiredError(
+    call.resources,
+    attempts,
+    reason,
+    votesOf(last.ballots),
+    last.holderTtl ?? call.timing.ttl,
+  );
+}

@@ -1,0 +1,92 @@
+import type { LockFailureReason } from '../../errors/lock-not-acquired.error.js';
+import type { LockMode } from '../config/options.js';
+import type { RedlockContext } from '../context.js';
+import { createLock, type Lock, type LockOperations } from '../lock.js';
+import { poll, type Ballot } from '../nodes/poll.js';
+import { countGranted } from '../nodes/quorum.js';
+import type { AcquireCall } from '../operations/acquire-call.js';
+import { acquireReply, RW_ACQUIRE_SCRIPT } from '../scripts/index.js';
+import { awaitedByQuit } from '../util/awaited-by-quit.js';
+import { rwKeys } from './rw-keys.js';
+import { rwModes, sendRwRelease } from './rw-lock-ops.js';
+
+/** The outcome of one read or write attempt. */
+export interface RwAttempt {
+  readonly lock?: Lock;
+  readonly reason?: LockFailureReason;
+  readonly ballots: Ballot[];
+  /** The shortest lease a refusing node reported (a writer's, or its last reader's). */
+  readonly holderTtl?: number;
+}
+
+/**
+ * One read or write attempt on every node at once, held as a mutex's is:
+ * a quorum of grants within the lease less the drift. Otherwise what was
+ * granted is taken back (a writer keeps its intent: it waits on).
+ */
+export async function attemptRw(
+  ctx: RedlockContext,
+  ops: LockOperations,
+  call: AcquireCall,
+  mode: LockMode,
+  value: string,
+  intentLife: number,
+): Promise<RwAttempt> {
+  const { timing, keys } = call;
+  const start = ctx.clock.now();
+  const ttl = Math.ceil(timing.ttl);
+  const ballots = await poll(
+    ctx.nodes,
+    {
+      script: RW_ACQUIRE_SCRIPT,
+      keys: rwKeys(ctx.config.metaPrefix, keys),
+      args: [value, ttl, mode === 'write' ? 'w' : 'r', intentLife],
+    },
+    (reply, i) => (Number(reply) === 1 ? ctx.standing.grant(i, keys) : 'busy'),
+    timing.nodeTimeout,
+    ctx.isDecided,
+    { limitMs: timing.ttl - timing.drift },
+  );
+  const granted = countGranted(ballots);
+  const validity = timing.ttl - (ctx.clock.now() - start) - timing.drift;
+  if (granted >= ctx.quorum && validity > 0) {
+    const lock = createLock(ops, {
+      resources: call.resources,
+      keys,
+      value,
+      ttl: timing.ttl,
+      deadline: start + timing.ttl - timing.drift,
+    });
+    rwModes.set(lock, mode);
+    return { lock, ballots };
+  }
+  // Every node that did not refuse may hold our entry (a lost reply).
+  if (ballots.some((b) => b.outcome !== 'busy'))
+    await awaitedByQuit(
+      ctx,
+      sendRwRelease(
+        ctx,
+        keys,
+        value,
+        true,
+        start + timing.ttl - ctx.clock.now(),
+      ),
+    );
+  const answered = ballots.filter(
+    (b) => b.outcome === 'granted' || b.outcome === 'busy',
+  ).length;
+  const ttls = ballots
+    .filter((b) => b.outcome === 'busy')
+    .map((b) => acquireReply(b.reply).holderTtl)
+    .filter((t) => t !== undefined);
+  return {
+    ballots,
+    reason:
+      granted >= ctx.quorum
+        ? 'expired'
+        : answered < ctx.quorum
+          ? 'unreachable'
+          : 'busy',
+    holderTtl: ttls.length ? Math.min(...ttls) : undefined,
+  };
+}

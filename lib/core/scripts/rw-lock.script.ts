@@ -1,0 +1,165 @@
+import { defineScript } from './lua-script.js';
+
+/**
+ * The value a read/write lock's key holds while readers hold it: never a
+ * lock value (those are base64url, without `~`). A mutex or a writer that
+ * finds it is refused as by any holder, so the shapes never mix on the
+ * nodes, and operators see `~readers` with `GET`.
+ */
+export const READERS_MARK = '~readers';
+
+/**
+ * Shared by the read/write scripts. KEYS come in threes, one per resource:
+ * the lock key (the writer's value, or READERS_MARK while readers hold it,
+ * living as long as the last reader), its readers (a sorted set of reader
+ * values scored by the node time, in ms, at which each expires) and its
+ * writer intent (the value of a writer that readers refused: new readers
+ * are refused while it lives, so a stream of readers cannot starve it).
+ */
+const RW_LUA = `
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local MARK = '${READERS_MARK}'
+local n = #KEYS / 3
+-- The expiry (node ms) of the last live reader, dropping expired ones.
+local function lastReader(rd)
+  redis.call('ZREMRANGEBYSCORE', rd, '-inf', now)
+  local last = redis.call('ZRANGE', rd, -1, -1, 'WITHSCORES')
+  if #last == 0 then return nil end
+  return tonumber(last[2])
+end
+-- The lock key and the readers live as long as the last reader.
+local function keepReaders(k, rd)
+  local last = lastReader(rd)
+  if last then
+    redis.call('SET', k, MARK, 'PX', math.max(1, last - now))
+    redis.call('PEXPIRE', rd, math.max(1, last - now))
+  else
+    redis.call('DEL', k, rd)
+  end
+end
+`;
+
+const ACQUIRE_LUA =
+  RW_LUA +
+  `
+local value, ttl, write, life = ARGV[1], tonumber(ARGV[2]), ARGV[3] == 'w', ARGV[4]
+for i = 1, n do
+  local k, rd, wi = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  local cur = redis.call('GET', k)
+  if cur and cur ~= MARK and cur ~= value then
+    return -2 - math.max(0, redis.call('PTTL', k))
+  end
+  local intent = redis.call('GET', wi)
+  if write then
+    local last = cur == MARK and lastReader(rd)
+    if last then
+      if not intent or intent == value then
+        redis.call('SET', wi, value, 'PX', life)
+      end
+      return -2 - (last - now)
+    end
+    if intent and intent ~= value then return -1 end
+  elseif intent then
+    return -1
+  end
+end
+for i = 1, n do
+  local k, rd, wi = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  if write then
+    redis.call('SET', k, value, 'PX', ttl)
+    redis.call('DEL', rd)
+    if redis.call('GET', wi) == value then redis.call('DEL', wi) end
+  else
+    redis.call('ZADD', rd, now + ttl, value)
+    keepReaders(k, rd)
+  end
+end
+return 1
+`;
+
+/**
+ * Takes a read or write lock on every resource of a call on one node, all
+ * or nothing. KEYS: three per resource (see RW_LUA). ARGV[1]: the lock
+ * value, ARGV[2]: the lease in ms, ARGV[3]: `r` (read) or `w` (write),
+ * ARGV[4]: how long a writer's intent lives unless its next attempt renews
+ * it, in ms.
+ *
+ * A writer is granted when the key is free (or ours) and no reader lives;
+ * a reader when no writer holds the key and no writer's intent lives. A
+ * writer refused by readers leaves its intent, unless another writer's
+ * lives. Every grant checks what is live on this node's clock, as the
+ * mutex does: two holders that conflict (a writer and anyone) never hold a
+ * quorum each at once, as two quorums share a node and that node granted
+ * only one of them while the other's entry lived.
+ *
+ * Returns `1` when granted; `-2 - pttl` when refused by a holder (`pttl`:
+ * the writer's lease left, or the last reader's), `-1` when refused by a
+ * writer's intent (no lease to wait for): as the mutex's acquire script.
+ */
+export const RW_ACQUIRE_SCRIPT = defineScript('rw-acquire', ACQUIRE_LUA);
+
+const RELEASE_LUA =
+  RW_LUA +
+  `
+local value, keepIntent = ARGV[1], ARGV[2] == '1'
+local deleted = 0
+for i = 1, n do
+  local k, rd, wi = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  local cur = redis.call('GET', k)
+  if cur == value then
+    redis.call('DEL', k)
+    deleted = deleted + 1
+  elseif redis.call('ZREM', rd, value) == 1 then
+    deleted = deleted + 1
+    if cur == MARK then keepReaders(k, rd) end
+  end
+  if not keepIntent and redis.call('GET', wi) == value then
+    redis.call('DEL', wi)
+  end
+end
+return deleted
+`;
+
+/**
+ * Deletes a read or write lock on one node: the key if it holds our value
+ * (a writer), our reader entry otherwise (the key then lives as long as
+ * the last reader left, or goes with it). Never another holder's entry.
+ * KEYS: three per resource. ARGV[1]: the lock value, ARGV[2]: `1` to keep
+ * our writer intent (a failed attempt that waits on), else it is deleted.
+ * Returns how many resources it released.
+ */
+export const RW_RELEASE_SCRIPT = defineScript('rw-release', RELEASE_LUA);
+
+const EXTEND_LUA =
+  RW_LUA +
+  `
+local value, ttl = ARGV[1], tonumber(ARGV[2])
+for i = 1, n do
+  local k, rd = KEYS[3 * i - 2], KEYS[3 * i - 1]
+  local cur = redis.call('GET', k)
+  if cur ~= value then
+    local expiry = cur == MARK and redis.call('ZSCORE', rd, value)
+    if not expiry or tonumber(expiry) <= now then return 0 end
+  end
+end
+for i = 1, n do
+  local k, rd = KEYS[3 * i - 2], KEYS[3 * i - 1]
+  if redis.call('GET', k) == value then
+    redis.call('PEXPIRE', k, ttl)
+  else
+    redis.call('ZADD', rd, 'XX', now + ttl, value)
+    keepReaders(k, rd)
+  end
+end
+return 1
+`;
+
+/**
+ * Sets the lease of a read or write lock on one node again, all or
+ * nothing, only where each entry is still ours and live (never brought
+ * back: it may have been granted to a conflicting holder meanwhile).
+ * KEYS: three per resource. ARGV[1]: the lock value, ARGV[2]: the lease
+ * in ms (shorter than before for `letExpire`). Returns 1, or 0.
+ */
+export const RW_EXTEND_SCRIPT = defineScript('rw-extend', EXTEND_LUA);

@@ -1,0 +1,73 @@
+import type { AcquireOptions } from './config/options.js';
+import type { Lock } from './lock.js';
+import { acquire } from './operations/acquire.js';
+import { acquireObserved, traceAcquire } from './operations/trace.js';
+import { tryAcquire } from './operations/try-acquire.js';
+import { acquirePermits, type PermitHost } from './permits/acquire-permits.js';
+import { acquireRw, type RwHost } from './rwlock/acquire-rw.js';
+import { MUTEX_SHAPE } from './shapes/shape-book.js';
+import { rejected } from './util/rejected.js';
+
+/** What `Redlock` holds for the lock shapes beyond the mutex. */
+export type ShapesHost = PermitHost & RwHost;
+
+/**
+ * Whether a call takes another path than the mutex's: it asks for a
+ * shape, or this instance's callers use shapes (a mutex on one of their
+ * resources is refused). One property read on the mutex's path otherwise.
+ */
+export function isShaped(
+  host: ShapesHost,
+  options: AcquireOptions | undefined,
+): boolean {
+  return (
+    options?.permits !== undefined ||
+    options?.mode !== undefined ||
+    host.shapes.size !== 0
+  );
+}
+
+/**
+ * `acquire()` / `tryAcquire()` of a semaphore (`permits`), a read/write
+ * lock (`mode`), or of a mutex while callers of this instance use shapes:
+ * then a mutex on one of their resources is refused (`LockShapeError`).
+ * `once`: `tryAcquire()`.
+ */
+export function shapedAcquire(
+  host: ShapesHost,
+  resources: string | string[],
+  options: AcquireOptions | undefined,
+  once: boolean,
+): Promise<Lock | null> {
+  const { ctx } = host;
+  const kind = once ? 'tryAcquire' : 'acquire';
+  const permits = options?.permits;
+  const mode = options?.mode;
+  let call: () => Promise<Lock | null>;
+  if (mode !== undefined)
+    call = () => acquireRw(host, resources, { ...options, mode }, once);
+  else if (permits !== undefined)
+    call = () => acquirePermits(host, resources, { ...options, permits }, once);
+  else {
+    try {
+      host.shapes.check(namesOf(resources), MUTEX_SHAPE);
+    } catch (error) {
+      return rejected(error);
+    }
+    const op = once ? tryAcquire : acquire;
+    if (!acquireObserved()) return op(ctx, resources, options);
+    return traceAcquire(ctx, kind, resources, options, (trace) =>
+      op(ctx, resources, options, trace),
+    );
+  }
+  if (!acquireObserved()) return call();
+  return traceAcquire(ctx, kind, resources, options, call);
+}
+
+/** The resource names of a call's argument, for a check before it is validated. */
+function namesOf(resources: string | string[]): readonly string[] {
+  if (typeof resources === 'string') return [resources];
+  return Array.isArray(resources)
+    ? resources.filter((r): r is string => typeof r === 'string')
+    : [];
+}

@@ -1,0 +1,212 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { LockShapeError, Redlock, RedlockConfigError } from 'nestjs-redlock';
+import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// Read/write locks (`mode`) on the three quorum nodes: readers together,
+// a writer alone, a writer not starved by a stream of readers, and the
+// keys each leaves (none once released).
+describe('read/write lock (mode) on real nodes', () => {
+  const keyPrefix = uniquePrefix('rw');
+  const metaPrefix = uniquePrefix('rw-meta');
+  const admin = inspect(quorumUrls());
+  const redlocks: Redlock[] = [];
+  const make = () => {
+    const r = new Redlock({ clients: quorumUrls(), keyPrefix, metaPrefix });
+    redlocks.push(r);
+    return r;
+  };
+  afterAll(async () => {
+    await Promise.all(redlocks.map((r) => r.quit()));
+    await closeAll(admin);
+  });
+  const keysOf = async (resource: string) =>
+    Promise.all(
+      admin.map(async (c) =>
+        [
+          ...(await c.keys(`${keyPrefix}${resource}`)),
+          ...(await c.keys(`${metaPrefix}*${keyPrefix}${resource}`)),
+        ].sort(),
+      ),
+    );
+
+  it('lets readers of three instances hold together, and a writer only alone', async () => {
+    const instances = [make(), make(), make()];
+    let readers = 0;
+    let writers = 0;
+    let mostReaders = 0;
+    const conflicts: string[] = [];
+    const work = async (r: Redlock, write: boolean) => {
+      for (let i = 0; i < 6; i++) {
+        await r.using(
+          'catalogue',
+          async () => {
+            if (write) {
+              writers++;
+              if (writers > 1 || readers > 0)
+                conflicts.push(
+                  `writer with ${writers - 1} writers, ${readers} readers`,
+                );
+            } else {
+              readers++;
+              mostReaders = Math.max(mostReaders, readers);
+              if (writers > 0) conflicts.push(`reader with a writer`);
+            }
+            await sleep(5);
+            if (write) writers--;
+            else readers--;
+          },
+          {
+            mode: write ? 'write' : 'read',
+            waitTimeout: 20_000,
+            retryDelay: 10,
+            retryJitter: 10,
+          },
+        );
+      }
+    };
+    await Promise.all(
+      instances.flatMap((r, i) => [
+        work(r, false),
+        work(r, false),
+        work(r, false),
+        work(r, i === 0),
+      ]),
+    );
+    expect(conflicts).toEqual([]);
+    expect(mostReaders).toBeGreaterThan(1);
+  });
+
+  it('marks the key ~readers while readers hold it, and leaves no key once all released', async () => {
+    const a = make();
+    const b = make();
+    const r1 = await a.acquire('marked', { mode: 'read' });
+    const r2 = await b.acquire('marked', { mode: 'read' });
+    for (const client of admin) {
+      expect(await client.get(`${keyPrefix}marked`)).toBe('~readers');
+      expect(await client.zcard(`${metaPrefix}rd:${keyPrefix}marked`)).toBe(2);
+    }
+    // A mutex of another process is refused, as by any holder.
+    const other = make();
+    expect(await other.tryAcquire('marked')).toBeNull();
+    expect(await other.tryAcquire('marked', { mode: 'write' })).toBeNull();
+    await r1.release();
+    // The second reader still holds: every node keeps the mark.
+    expect(
+      await Promise.all(admin.map((c) => c.get(`${keyPrefix}marked`))),
+    ).toEqual(admin.map(() => '~readers'));
+    await r2.release();
+    expect(await keysOf('marked')).toEqual(admin.map(() => []));
+  });
+
+  it('does not starve a writer behind a stream of overlapping readers', async () => {
+    const readerSide = make();
+    const writerSide = make();
+    let stop = false;
+    let reads = 0;
+    // Eight readers, each taking the lock again at once: without a writer
+    // intent, some reader almost always holds it.
+    const stream = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        await readerSide.using(
+          'hot',
+          async () => {
+            reads++;
+            await sleep(40);
+          },
+          { mode: 'read', waitTimeout: 10_000, retryDelay: 5, retryJitter: 5 },
+        );
+      }
+    });
+    while (reads < 8) await sleep(5);
+    const started = performance.now();
+    const write = await writerSide.acquire('hot', {
+      mode: 'write',
+      waitTimeout: 5000,
+      retryDelay: 20,
+      retryJitter: 10,
+    });
+    const waited = performance.now() - started;
+    await write.release();
+    stop = true;
+    await Promise.all(stream);
+    // A few read holds (40 ms), not the whole stream: without the writer's
+    // intent this wait took seconds, or the whole wait timeout.
+    expect(waited).toBeLessThan(1000);
+    expect(await keysOf('hot')).toEqual(admin.map(() => []));
+  });
+
+  it('drops its intent when a writer gives up, so readers go on', async () => {
+    const reader = make();
+    const writer = make();
+    const held = await reader.acquire('given-up', {
+      mode: 'read',
+      ttl: 10_000,
+    });
+    const error = await writer
+      .acquire('given-up', { mode: 'write', waitTimeout: 100 })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ reason: 'busy', resources: ['given-up'] });
+    for (const client of admin)
+      expect(await client.exists(`${metaPrefix}wi:${keyPrefix}given-up`)).toBe(
+        0,
+      );
+    const second = await make().tryAcquire('given-up', { mode: 'read' });
+    expect(second).not.toBeNull();
+    await second!.release();
+    await held.release();
+  });
+
+  it('keeps a read lock past its ttl while the work runs (watchdog), excluding writers', async () => {
+    const r = make();
+    const w = make();
+    let writerGot = false;
+    await r.using(
+      'watched',
+      async () => {
+        await sleep(2500);
+        writerGot = (await w.tryAcquire('watched', { mode: 'write' })) !== null;
+      },
+      { mode: 'read', ttl: 1000 },
+    );
+    expect(writerGot).toBe(false);
+    const after = await w.tryAcquire('watched', { mode: 'write' });
+    expect(after).not.toBeNull();
+    await after!.release();
+  });
+
+  it('refuses a mutex on a resource this process uses as read/write, and mixed options', async () => {
+    const r = make();
+    const read = await r.acquire('shaped', { mode: 'read' });
+    await expect(r.tryAcquire('shaped')).rejects.toThrow(LockShapeError);
+    await expect(r.acquire('shaped', { permits: 2 })).rejects.toThrow(
+      /as a semaphore of 2 permits: it is held or acquired as a read\/write lock/,
+    );
+    await read.release();
+    await expect(r.acquire('x', { mode: 'read', permits: 2 })).rejects.toThrow(
+      RedlockConfigError,
+    );
+    await expect(
+      r.acquire('x', { mode: 'write', fencing: true }),
+    ).rejects.toThrow(/options\.fencing/);
+    await expect(r.acquire('x', { mode: 'reader' as 'read' })).rejects.toThrow(
+      /options\.mode.*must be 'read' or 'write', got "reader"/,
+    );
+  });
+
+  it('takes several resources all or nothing', async () => {
+    const r = make();
+    const other = make();
+    const w = await other.acquire('multi-a', { mode: 'write' });
+    expect(
+      await r.tryAcquire(['multi-a', 'multi-b'], { mode: 'read' }),
+    ).toBeNull();
+    expect(await keysOf('multi-b')).toEqual(admin.map(() => []));
+    await w.release();
+    const both = await r.acquire(['multi-a', 'multi-b'], { mode: 'read' });
+    expect([...both.resources]).toEqual(['multi-a', 'multi-b']);
+    await both.release();
+    expect(await keysOf('multi-a')).toEqual(admin.map(() => []));
+  });
+});
