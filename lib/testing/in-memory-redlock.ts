@@ -1,5 +1,4 @@
 import { LockExtendError } from '../errors/lock-extend.error.js';
-import { LockNotAcquiredError } from '../errors/lock-not-acquired.error.js';
 import { checkWatchdogOptions } from '../core/config/call-options.js';
 import type {
   AcquireOptions,
@@ -17,14 +16,15 @@ import type { Lock, ReleaseResult } from '../core/lock.js';
 import type { LockManager } from '../core/lock-manager.js';
 import type { RedlockHealth } from '../core/nodes/health.js';
 import type { LockInspection } from '../core/operations/inspect.js';
-import { resolveCall } from '../core/operations/acquire-call.js';
 import { hold, type HoldContext } from '../core/operations/hold.js';
-import { stopReason } from '../core/operations/stop.js';
+import { permitResource } from '../core/permits/permit-slots.js';
+import { ShapeBook } from '../core/shapes/shape-book.js';
 import { monotonicClock, type Clock } from '../core/util/clock.js';
 import { settledWithin } from '../core/util/timeout.js';
 import { NODE, type InMemoryRedlockOptions } from './in-memory-options.js';
+import { acquireInMemory, type MemoryHost } from './memory-acquire.js';
 import { MemoryStore } from './memory-store.js';
-import { keepAlive, waitForRelease } from './memory-waits.js';
+import { keepAlive } from './memory-waits.js';
 import { scheduler, type Schedule } from './test-clock.js';
 
 /**
@@ -53,12 +53,24 @@ export class InMemoryRedlock implements LockManager {
   private readonly logger: { warn(message: string): void };
   private closed = false;
   private quitting?: Promise<void>;
+  /** What its acquires share (see `acquireInMemory`). */
+  private readonly host: MemoryHost;
 
   constructor(options: InMemoryRedlockOptions = {}) {
     this.config = resolveRedlockConfig({ ...options, clients: [NODE] });
     this.clock = options.clock ?? monotonicClock;
     this.logger = options.logger ?? console;
     this.schedule = scheduler(this.clock);
+    this.host = {
+      ops: this,
+      config: this.config,
+      clock: this.clock,
+      store: this.store,
+      shapes: new ShapeBook(),
+      schedule: this.schedule,
+      stats: this.stats,
+      isClosed: () => this.closed,
+    };
   }
 
   get keyPrefix(): string {
@@ -83,49 +95,24 @@ export class InMemoryRedlock implements LockManager {
   }
 
   /** See `Redlock.acquire`. */
-  async acquire(
+  acquire(
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock> {
-    const call = resolveCall(this.config, resources, options);
-    const giveUpAt = this.clock.now() + call.timing.waitTimeout;
-    for (let attempts = 1; ; attempts++) {
-      this.stop(call.resources, attempts - 1, call.signal);
-      const lock = this.store.take(this, call, this.clock.now());
-      if (lock) {
-        this.stats.acquired++;
-        if (attempts > 1) this.stats.waited++;
-        return lock;
-      }
-      const remaining = giveUpAt - this.clock.now();
-      const holderTtl = this.store.remaining(call.keys, this.clock.now());
-      if (remaining <= 0)
-        throw new LockNotAcquiredError(
-          call.resources,
-          attempts,
-          'busy',
-          [{ node: NODE, outcome: 'busy' }],
-          holderTtl,
-        );
-      this.stats.retries++;
-      await waitForRelease(
-        this.store,
-        this.schedule,
-        Math.min(remaining, holderTtl),
-        call.signal,
-      );
-    }
+    return acquireInMemory(
+      this.host,
+      resources,
+      options,
+      false,
+    ) as Promise<Lock>;
   }
 
   /** See `Redlock.tryAcquire`. */
-  async tryAcquire(
+  tryAcquire(
     resources: string | string[],
     options?: AcquireOptions,
   ): Promise<Lock | null> {
-    const call = resolveCall(this.config, resources, options);
-    await Promise.resolve();
-    this.stop(call.resources, 0, call.signal);
-    return this.store.take(this, call, this.clock.now()) ?? null;
+    return acquireInMemory(this.host, resources, options, true);
   }
 
   /** See `Redlock.using`. */
@@ -189,17 +176,21 @@ export class InMemoryRedlock implements LockManager {
   }
 
   /**
-   * Makes the lock held on `resource` lost, as a failed extension or a
-   * paused holder would: its keys are gone, its `signal` aborts, and the
-   * `run()` / `@Locked` call under it rejects with `LockLostError` once its
-   * work settles. Returns whether a lock was held there.
+   * Makes the locks held on `resource` lost, as a failed extension or a
+   * paused holder would: their keys are gone, their `signal` aborts, and
+   * the `run()` / `@Locked` call under each rejects with `LockLostError`
+   * once its work settles. Every lock of {@link holdersOf}: the holder of a
+   * mutex or a write lock, every reader, every permit of a semaphore (name
+   * a slot, `psp#permit-0`, for one). Returns whether a lock was held there.
    */
   loseLock(resource: string): boolean {
-    const lock = this.store.holder(this.keyOf(resource), this.clock.now());
-    if (!lock) return false;
-    this.store.delete(lock, this.clock.now());
-    lock.markLost('the test made it lost (InMemoryRedlock.loseLock)');
-    return true;
+    const locks = this.holdersOf(resource);
+    const now = this.clock.now();
+    for (const lock of locks) {
+      this.store.delete(lock, now);
+      lock.markLost('the test made it lost (InMemoryRedlock.loseLock)');
+    }
+    return locks.length > 0;
   }
 
   /** See `Redlock.inspect`: one node, `memory`, where every lock is this instance's. */
@@ -211,9 +202,28 @@ export class InMemoryRedlock implements LockManager {
     return Promise.resolve({ resource, key, held: !!holder, holder, nodes });
   }
 
-  /** The lock held on `resource` now, if any (tests look at it). */
+  /** The lock held on `resource` now as a mutex or a write lock, or on a permit slot named (`psp#permit-0`), if any. */
   holderOf(resource: string): Lock | undefined {
     return this.store.holder(this.keyOf(resource), this.clock.now());
+  }
+
+  /**
+   * Every lock holding `resource` now: its mutex or writer, its readers,
+   * or the holders of its permits (a semaphore's). Tests count them: at
+   * most `permits` holders of a semaphore, readers together.
+   */
+  holdersOf(resource: string): Lock[] {
+    const now = this.clock.now();
+    const key = this.keyOf(resource);
+    const holder = this.store.holder(key, now);
+    if (holder) return [holder];
+    const readers = this.store.readersOf(key, now);
+    if (readers.length > 0) return readers;
+    const slot = permitResource(resource, 0).slice(0, -1);
+    return this.store.holdersWhere(
+      (name) => name.startsWith(slot) && /^\d+$/.test(name.slice(slot.length)),
+      now,
+    );
   }
 
   /** @internal Called by `Lock.extend`. */
@@ -262,21 +272,6 @@ export class InMemoryRedlock implements LockManager {
       expired,
       nodes: [{ node: NODE, outcome: deleted ? 'granted' : 'busy' }],
     });
-  }
-
-  /** Throws why a call must stop now (aborted, or `quit()` ran), if it must. */
-  private stop(
-    resources: readonly string[],
-    attempts: number,
-    signal: AbortSignal | undefined,
-  ): void {
-    const stop = stopReason(
-      { closed: this.closed },
-      resources,
-      attempts,
-      signal,
-    );
-    if (stop !== undefined) throw stop;
   }
 
   private async shutDown(): Promise<void> {

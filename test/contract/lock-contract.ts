@@ -14,6 +14,8 @@ import {
   LockNotAcquiredError,
   LockService,
   LockServiceUnavailableError,
+  LockShapeError,
+  LockUpgradeError,
   RedlockConfigError,
   type Lock,
 } from 'nestjs-redlock';
@@ -32,6 +34,8 @@ export interface ContractHarness {
   advance(ms: number): Promise<void>;
   /** Makes `lock` lost, as a failed extension would (its keys gone). */
   lose(app: INestApplication, lock: Lock): Promise<void>;
+  /** Whether the read/write cases run (they need `mode`). Default true. */
+  readWrite?: boolean;
 }
 
 /** Records when each locked call starts and ends. */
@@ -79,11 +83,129 @@ class JobsService {
   }
 }
 
+/** Semaphores (`permits`) and read/write locks (`mode`) through `@Locked`. */
+@Injectable()
+class ShapesService {
+  inside = 0;
+  mostInside = 0;
+  readers = 0;
+  mostReaders = 0;
+  writers = 0;
+  readonly conflicts: string[] = [];
+  skippedRuns = 0;
+
+  constructor(readonly locks: LockService) {}
+
+  @Locked('sem:<id>', { permits: 3, waitTimeout: 10_000 })
+  async permit(id: string): Promise<string> {
+    this.inside++;
+    this.mostInside = Math.max(this.mostInside, this.inside);
+    await sleep(20);
+    this.inside--;
+    void id;
+    return this.locks.current()!.resources[0];
+  }
+
+  @Locked('sem-cron', { permits: 2, waitTimeout: 0, onNotAcquired: 'skip' })
+  async semCron(): Promise<string> {
+    await sleep(0);
+    this.skippedRuns++;
+    return 'ran';
+  }
+
+  @Locked('psp:<id>', { permits: 2 })
+  async outerPermit(
+    id: string,
+    inner: (id: string) => Promise<Lock>,
+  ): Promise<[Lock, Lock]> {
+    return [this.locks.current()!, await inner(id)];
+  }
+
+  @Locked('psp:<id>', { permits: 2, waitTimeout: 100 })
+  async innerPermit(id: string): Promise<Lock> {
+    await sleep(0);
+    void id;
+    return this.locks.current()!;
+  }
+
+  @Locked('psp:<id>', { permits: 3, waitTimeout: 100 })
+  async innerThreePermits(id: string): Promise<Lock> {
+    await sleep(0);
+    void id;
+    return this.locks.current()!;
+  }
+
+  @Locked('cat:<id>', { mode: 'read', waitTimeout: 10_000 })
+  async read(id: string): Promise<void> {
+    this.readers++;
+    this.mostReaders = Math.max(this.mostReaders, this.readers);
+    if (this.writers > 0)
+      this.conflicts.push(`a reader of ${id} with a writer`);
+    await sleep(20);
+    this.readers--;
+  }
+
+  @Locked('cat:<id>', { mode: 'write', waitTimeout: 10_000 })
+  async reprice(id: string): Promise<void> {
+    this.writers++;
+    if (this.writers > 1 || this.readers > 0)
+      this.conflicts.push(
+        `a writer of ${id} with ${this.writers - 1} writers and ${this.readers} readers`,
+      );
+    await sleep(20);
+    this.writers--;
+  }
+
+  @Locked('cat:<id>', { mode: 'write' })
+  async outerWrite(
+    id: string,
+    inner: (id: string) => Promise<Lock>,
+  ): Promise<[Lock, Lock]> {
+    return [this.locks.current()!, await inner(id)];
+  }
+
+  @Locked('cat:<id>', { mode: 'read' })
+  async outerRead(
+    id: string,
+    inner: (id: string) => Promise<Lock>,
+  ): Promise<[Lock, Lock]> {
+    return [this.locks.current()!, await inner(id)];
+  }
+
+  @Locked('cat:<id>', { mode: 'read', waitTimeout: 100 })
+  async innerRead(id: string): Promise<Lock> {
+    await sleep(0);
+    void id;
+    return this.locks.current()!;
+  }
+
+  @Locked('cat:<id>', { mode: 'write', waitTimeout: 100 })
+  async innerWrite(id: string): Promise<Lock> {
+    await sleep(0);
+    void id;
+    return this.locks.current()!;
+  }
+}
+
 @Controller('orders')
 class OrdersController {
   @Post(':id')
   @Locked('order:<id>', { waitTimeout: 0 })
   async place(@Param('id') id: string): Promise<{ id: string }> {
+    await sleep(0);
+    return { id };
+  }
+
+  @Post('psp/:id')
+  @Locked('psp:<id>', { permits: 2, waitTimeout: 0 })
+  async charge(@Param('id') id: string): Promise<{ id: string }> {
+    await sleep(0);
+    return { id };
+  }
+
+  @Post('cat/:id')
+  @Locked('cat:<id>', { mode: 'write', waitTimeout: 0 })
+  async reprice(@Param('id') id: string): Promise<{ id: string }> {
     await sleep(0);
     return { id };
   }
@@ -99,17 +221,19 @@ export function describeLockContract(
     let app: INestApplication;
     let locks: LockService;
     let jobs: JobsService;
+    let shapes: ShapesService;
 
     beforeEach(async () => {
       const moduleRef = await Test.createTestingModule({
         imports: [harness.lockModule(`contract:${process.pid}:${++count}:`)],
-        providers: [JobsService],
+        providers: [JobsService, ShapesService],
         controllers: [OrdersController],
       }).compile();
       app = moduleRef.createNestApplication({ logger: false });
       await app.init();
       locks = app.get(LockService);
       jobs = app.get(JobsService);
+      shapes = app.get(ShapesService);
     });
     afterEach(() => app.close());
 
@@ -307,6 +431,264 @@ export function describeLockContract(
       expect((error as RedlockConfigError).field).toBe('options.ttl');
       await expect(locks.acquire([])).rejects.toThrow(/resources/);
     });
+
+    describe('semaphores (permits)', () => {
+      it('lets at most `permits` @Locked calls in at once, and that many', async () => {
+        const slots = await Promise.all(
+          Array.from({ length: 9 }, () => shapes.permit('a')),
+        );
+        expect(shapes.mostInside).toBe(3);
+        expect(new Set(slots)).toEqual(
+          new Set(['sem:a#permit-0', 'sem:a#permit-1', 'sem:a#permit-2']),
+        );
+      });
+
+      it('hands out permit slots; a full semaphore gives tryAcquire null and acquire LockNotAcquiredError (busy, the resource asked for) after waitTimeout', async () => {
+        const held = [
+          await locks.acquire('p', { permits: 2, ttl: 5000 }),
+          await locks.acquire('p', { permits: 2, ttl: 5000 }),
+        ];
+        expect(held.flatMap((l) => l.resources).sort()).toEqual([
+          'p#permit-0',
+          'p#permit-1',
+        ]);
+        expect(await locks.tryAcquire('p', { permits: 2 })).toBeNull();
+        const late = locks
+          .acquire('p', { permits: 2, waitTimeout: 100 })
+          .catch((e: unknown) => e);
+        await harness.advance(200);
+        const error = await late;
+        expect(error).toBeInstanceOf(LockNotAcquiredError);
+        expect(error).toMatchObject({ reason: 'busy', resources: ['p'] });
+        expect((error as LockNotAcquiredError).retryAfter).toBeGreaterThan(0);
+        // A waiter gets the permit released.
+        const waiting = locks.acquire('p', { permits: 2, waitTimeout: 3000 });
+        await sleep(20);
+        await held[1].release();
+        const next = await waiting;
+        expect(next.resources).toEqual(held[1].resources);
+        await Promise.all([next.release(), held[0].release()]);
+      });
+
+      it('takes one permit of each resource, all or nothing', async () => {
+        const a = await locks.acquire('pa', { permits: 1 });
+        expect(await locks.tryAcquire(['pa', 'pb'], { permits: 1 })).toBeNull();
+        // Nothing of pb was taken by the refused call.
+        const b = await locks.tryAcquire('pb', { permits: 1 });
+        expect(b?.resources).toEqual(['pb#permit-0']);
+        await Promise.all([a.release(), b!.release()]);
+        const both = await locks.acquire(['pa', 'pb'], { permits: 1 });
+        expect(both.resources).toEqual(['pa#permit-0', 'pb#permit-0']);
+        await both.release();
+      });
+
+      it("onNotAcquired 'skip' skips while every permit is held", async () => {
+        const held = [
+          await locks.acquire('sem-cron', { permits: 2 }),
+          await locks.acquire('sem-cron', { permits: 2 }),
+        ];
+        await expect(shapes.semCron()).resolves.toBeUndefined();
+        expect(shapes.skippedRuns).toBe(0);
+        await held[0].release();
+        await expect(shapes.semCron()).resolves.toBe('ran');
+        await held[1].release();
+      });
+
+      it('a nested @Locked call with the same permits joins the outer permit; another count is refused with LockShapeError', async () => {
+        const [outer, inner] = await shapes.outerPermit('1', (id) =>
+          shapes.innerPermit(id),
+        );
+        expect(inner).toBe(outer);
+        expect(outer.resources).toEqual([
+          expect.stringMatching(/^psp:1#permit-[01]$/),
+        ]);
+        const refused = await shapes
+          .outerPermit('1', (id) => shapes.innerThreePermits(id))
+          .catch((e: unknown) => e);
+        expect(refused).toBeInstanceOf(LockShapeError);
+        expect(refused).toMatchObject({
+          resource: 'psp:1',
+          requested: '3 permits',
+          current: '2 permits',
+        });
+      });
+
+      it('a resource keeps one shape while used: another count, or a mutex, is refused with LockShapeError', async () => {
+        const held = await locks.acquire('shaped', { permits: 2 });
+        await expect(
+          locks.acquire('shaped', { permits: 3 }),
+        ).rejects.toBeInstanceOf(LockShapeError);
+        await expect(locks.tryAcquire('shaped')).rejects.toThrow(
+          /"shaped" as a mutex: it is held or acquired as a semaphore of 2 permits/,
+        );
+        await held.release();
+        const mutex = await locks.acquire('shaped');
+        await expect(locks.acquire('shaped', { permits: 2 })).rejects.toThrow(
+          /as a semaphore of 2 permits: it is held or acquired as a mutex/,
+        );
+        await mutex.release();
+      });
+
+      it('answers 409 with Retry-After over HTTP while every permit is held', async () => {
+        await app.listen(0, '127.0.0.1');
+        const url = await app.getUrl();
+        const held = [
+          await locks.acquire('psp:9', { permits: 2, ttl: 3000 }),
+          await locks.acquire('psp:9', { permits: 2, ttl: 3000 }),
+        ];
+        const refused = await fetch(`${url}/orders/psp/9`, { method: 'POST' });
+        expect(refused.status).toBe(409);
+        expect(
+          Number(refused.headers.get('retry-after')),
+        ).toBeGreaterThanOrEqual(1);
+        expect(await refused.json()).toMatchObject({
+          code: 'CONFLICT',
+          resources: ['psp:9'],
+        });
+        await held[0].release();
+        const served = await fetch(`${url}/orders/psp/9`, { method: 'POST' });
+        expect(served.status).toBe(201);
+        await held[1].release();
+      });
+
+      it('validates permits, naming the field', async () => {
+        const error = await locks
+          .acquire('bad', { permits: 0 })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(RedlockConfigError);
+        expect((error as RedlockConfigError).field).toBe('options.permits');
+      });
+    });
+
+    (harness.readWrite === false ? describe.skip : describe)(
+      'read/write locks (mode)',
+      () => {
+        it('@Locked readers run together, a writer alone', async () => {
+          await Promise.all([
+            shapes.read('1'),
+            shapes.read('1'),
+            shapes.read('1'),
+            shapes.reprice('1'),
+            shapes.read('1'),
+            shapes.read('1'),
+            shapes.reprice('1'),
+          ]);
+          expect(shapes.conflicts).toEqual([]);
+          expect(shapes.mostReaders).toBeGreaterThan(1);
+        });
+
+        it('read locks hold the resource itself, together; a write lock alone', async () => {
+          const r1 = await locks.acquire('rw', { mode: 'read' });
+          const r2 = await locks.acquire('rw', { mode: 'read' });
+          expect(r1.resources).toEqual(['rw']);
+          expect(r2.isHeld).toBe(true);
+          expect(await locks.tryAcquire('rw', { mode: 'write' })).toBeNull();
+          await Promise.all([r1.release(), r2.release()]);
+          const w = await locks.acquire('rw', { mode: 'write' });
+          expect(w.resources).toEqual(['rw']);
+          expect(await locks.tryAcquire('rw', { mode: 'read' })).toBeNull();
+          expect(await locks.tryAcquire('rw', { mode: 'write' })).toBeNull();
+          await w.release();
+        });
+
+        it('a writer waiting for readers keeps new readers out until it holds; one that gives up lets them in', async () => {
+          const reader = await locks.acquire('fair', {
+            mode: 'read',
+            ttl: 5000,
+          });
+          const writing = locks.acquire('fair', {
+            mode: 'write',
+            waitTimeout: 3000,
+          });
+          await sleep(30);
+          expect(await locks.tryAcquire('fair', { mode: 'read' })).toBeNull();
+          await reader.release();
+          const writer = await writing;
+          expect(writer.isHeld).toBe(true);
+          await writer.release();
+          // A writer that gives up drops its intent.
+          const again = await locks.acquire('fair', {
+            mode: 'read',
+            ttl: 5000,
+          });
+          const late = locks
+            .acquire('fair', { mode: 'write', waitTimeout: 100 })
+            .catch((e: unknown) => e);
+          await harness.advance(200);
+          expect(await late).toMatchObject({
+            reason: 'busy',
+            resources: ['fair'],
+          });
+          const next = await locks.tryAcquire('fair', { mode: 'read' });
+          expect(next).not.toBeNull();
+          await Promise.all([next!.release(), again.release()]);
+        });
+
+        it('a read inside a write of the same call chain joins it; a write inside a read is refused with LockUpgradeError', async () => {
+          const [outer, inner] = await shapes.outerWrite('2', (id) =>
+            shapes.innerRead(id),
+          );
+          expect(inner).toBe(outer);
+          const upgrade = await shapes
+            .outerRead('2', (id) => shapes.innerWrite(id))
+            .catch((e: unknown) => e);
+          expect(upgrade).toBeInstanceOf(LockUpgradeError);
+          expect(upgrade).toMatchObject({
+            resource: 'cat:2',
+            method: '@Locked ShapesService.innerWrite',
+          });
+          // The outer read released: a writer gets it.
+          const writer = await locks.tryAcquire('cat:2', { mode: 'write' });
+          expect(writer).not.toBeNull();
+          await writer!.release();
+        });
+
+        it('answers 409 with Retry-After over HTTP while a reader holds', async () => {
+          await app.listen(0, '127.0.0.1');
+          const url = await app.getUrl();
+          const reader = await locks.acquire('cat:7', {
+            mode: 'read',
+            ttl: 3000,
+          });
+          const refused = await fetch(`${url}/orders/cat/7`, {
+            method: 'POST',
+          });
+          expect(refused.status).toBe(409);
+          expect(
+            Number(refused.headers.get('retry-after')),
+          ).toBeGreaterThanOrEqual(1);
+          expect(await refused.json()).toMatchObject({
+            code: 'CONFLICT',
+            resources: ['cat:7'],
+          });
+          await reader.release();
+          const served = await fetch(`${url}/orders/cat/7`, { method: 'POST' });
+          expect(served.status).toBe(201);
+        });
+
+        it('a resource used as read/write is refused as a mutex or a semaphore; mode refuses permits and fencing, naming the field', async () => {
+          const reader = await locks.acquire('rws', { mode: 'read' });
+          await expect(locks.tryAcquire('rws')).rejects.toBeInstanceOf(
+            LockShapeError,
+          );
+          await expect(locks.acquire('rws', { permits: 2 })).rejects.toThrow(
+            /it is held or acquired as a read\/write lock/,
+          );
+          await reader.release();
+          for (const [options, field] of [
+            [{ mode: 'read', permits: 2 }, 'options.permits'],
+            [{ mode: 'write', fencing: true }, 'options.fencing'],
+            [{ mode: 'reader' }, 'options.mode'],
+          ] as const) {
+            const error = await locks
+              .acquire('rwx', options as { mode: 'read' })
+              .catch((e: unknown) => e);
+            expect(error).toBeInstanceOf(RedlockConfigError);
+            expect((error as RedlockConfigError).field).toBe(field);
+          }
+        });
+      },
+    );
 
     it('closing the app releases what it holds and refuses new locks', async () => {
       const lock = await locks.acquire('shut', { ttl: 5000 });
