@@ -34,8 +34,6 @@ export interface ContractHarness {
   advance(ms: number): Promise<void>;
   /** Makes `lock` lost, as a failed extension would (its keys gone). */
   lose(app: INestApplication, lock: Lock): Promise<void>;
-  /** Whether the read/write cases run (they need `mode`). Default true. */
-  readWrite?: boolean;
 }
 
 /** Records when each locked call starts and ends. */
@@ -560,135 +558,132 @@ export function describeLockContract(
       });
     });
 
-    (harness.readWrite === false ? describe.skip : describe)(
-      'read/write locks (mode)',
-      () => {
-        it('@Locked readers run together, a writer alone', async () => {
-          await Promise.all([
-            shapes.read('1'),
-            shapes.read('1'),
-            shapes.read('1'),
-            shapes.reprice('1'),
-            shapes.read('1'),
-            shapes.read('1'),
-            shapes.reprice('1'),
-          ]);
-          expect(shapes.conflicts).toEqual([]);
-          expect(shapes.mostReaders).toBeGreaterThan(1);
-        });
+    describe('read/write locks (mode)', () => {
+      it('@Locked readers run together, a writer alone', async () => {
+        await Promise.all([
+          shapes.read('1'),
+          shapes.read('1'),
+          shapes.read('1'),
+          shapes.reprice('1'),
+          shapes.read('1'),
+          shapes.read('1'),
+          shapes.reprice('1'),
+        ]);
+        expect(shapes.conflicts).toEqual([]);
+        expect(shapes.mostReaders).toBeGreaterThan(1);
+      });
 
-        it('read locks hold the resource itself, together; a write lock alone', async () => {
-          const r1 = await locks.acquire('rw', { mode: 'read' });
-          const r2 = await locks.acquire('rw', { mode: 'read' });
-          expect(r1.resources).toEqual(['rw']);
-          expect(r2.isHeld).toBe(true);
-          expect(await locks.tryAcquire('rw', { mode: 'write' })).toBeNull();
-          await Promise.all([r1.release(), r2.release()]);
-          const w = await locks.acquire('rw', { mode: 'write' });
-          expect(w.resources).toEqual(['rw']);
-          expect(await locks.tryAcquire('rw', { mode: 'read' })).toBeNull();
-          expect(await locks.tryAcquire('rw', { mode: 'write' })).toBeNull();
-          await w.release();
-        });
+      it('read locks hold the resource itself, together; a write lock alone', async () => {
+        const r1 = await locks.acquire('rw', { mode: 'read' });
+        const r2 = await locks.acquire('rw', { mode: 'read' });
+        expect(r1.resources).toEqual(['rw']);
+        expect(r2.isHeld).toBe(true);
+        expect(await locks.tryAcquire('rw', { mode: 'write' })).toBeNull();
+        await Promise.all([r1.release(), r2.release()]);
+        const w = await locks.acquire('rw', { mode: 'write' });
+        expect(w.resources).toEqual(['rw']);
+        expect(await locks.tryAcquire('rw', { mode: 'read' })).toBeNull();
+        expect(await locks.tryAcquire('rw', { mode: 'write' })).toBeNull();
+        await w.release();
+      });
 
-        it('a writer waiting for readers keeps new readers out until it holds; one that gives up lets them in', async () => {
-          const reader = await locks.acquire('fair', {
-            mode: 'read',
-            ttl: 5000,
-          });
-          const writing = locks.acquire('fair', {
-            mode: 'write',
-            waitTimeout: 3000,
-          });
-          await sleep(30);
-          expect(await locks.tryAcquire('fair', { mode: 'read' })).toBeNull();
-          await reader.release();
-          const writer = await writing;
-          expect(writer.isHeld).toBe(true);
-          await writer.release();
-          // A writer that gives up drops its intent.
-          const again = await locks.acquire('fair', {
-            mode: 'read',
-            ttl: 5000,
-          });
-          const late = locks
-            .acquire('fair', { mode: 'write', waitTimeout: 100 })
+      it('a writer waiting for readers keeps new readers out until it holds; one that gives up lets them in', async () => {
+        const reader = await locks.acquire('fair', {
+          mode: 'read',
+          ttl: 5000,
+        });
+        const writing = locks.acquire('fair', {
+          mode: 'write',
+          waitTimeout: 3000,
+        });
+        await sleep(30);
+        expect(await locks.tryAcquire('fair', { mode: 'read' })).toBeNull();
+        await reader.release();
+        const writer = await writing;
+        expect(writer.isHeld).toBe(true);
+        await writer.release();
+        // A writer that gives up drops its intent.
+        const again = await locks.acquire('fair', {
+          mode: 'read',
+          ttl: 5000,
+        });
+        const late = locks
+          .acquire('fair', { mode: 'write', waitTimeout: 100 })
+          .catch((e: unknown) => e);
+        await harness.advance(200);
+        expect(await late).toMatchObject({
+          reason: 'busy',
+          resources: ['fair'],
+        });
+        const next = await locks.tryAcquire('fair', { mode: 'read' });
+        expect(next).not.toBeNull();
+        await Promise.all([next!.release(), again.release()]);
+      });
+
+      it('a read inside a write of the same call chain joins it; a write inside a read is refused with LockUpgradeError', async () => {
+        const [outer, inner] = await shapes.outerWrite('2', (id) =>
+          shapes.innerRead(id),
+        );
+        expect(inner).toBe(outer);
+        const upgrade = await shapes
+          .outerRead('2', (id) => shapes.innerWrite(id))
+          .catch((e: unknown) => e);
+        expect(upgrade).toBeInstanceOf(LockUpgradeError);
+        expect(upgrade).toMatchObject({
+          resource: 'cat:2',
+          method: '@Locked ShapesService.innerWrite',
+        });
+        // The outer read released: a writer gets it.
+        const writer = await locks.tryAcquire('cat:2', { mode: 'write' });
+        expect(writer).not.toBeNull();
+        await writer!.release();
+      });
+
+      it('answers 409 with Retry-After over HTTP while a reader holds', async () => {
+        await app.listen(0, '127.0.0.1');
+        const url = await app.getUrl();
+        const reader = await locks.acquire('cat:7', {
+          mode: 'read',
+          ttl: 3000,
+        });
+        const refused = await fetch(`${url}/orders/cat/7`, {
+          method: 'POST',
+        });
+        expect(refused.status).toBe(409);
+        expect(
+          Number(refused.headers.get('retry-after')),
+        ).toBeGreaterThanOrEqual(1);
+        expect(await refused.json()).toMatchObject({
+          code: 'CONFLICT',
+          resources: ['cat:7'],
+        });
+        await reader.release();
+        const served = await fetch(`${url}/orders/cat/7`, { method: 'POST' });
+        expect(served.status).toBe(201);
+      });
+
+      it('a resource used as read/write is refused as a mutex or a semaphore; mode refuses permits and fencing, naming the field', async () => {
+        const reader = await locks.acquire('rws', { mode: 'read' });
+        await expect(locks.tryAcquire('rws')).rejects.toBeInstanceOf(
+          LockShapeError,
+        );
+        await expect(locks.acquire('rws', { permits: 2 })).rejects.toThrow(
+          /it is held or acquired as a read\/write lock/,
+        );
+        await reader.release();
+        for (const [options, field] of [
+          [{ mode: 'read', permits: 2 }, 'options.permits'],
+          [{ mode: 'write', fencing: true }, 'options.fencing'],
+          [{ mode: 'reader' }, 'options.mode'],
+        ] as const) {
+          const error = await locks
+            .acquire('rwx', options as { mode: 'read' })
             .catch((e: unknown) => e);
-          await harness.advance(200);
-          expect(await late).toMatchObject({
-            reason: 'busy',
-            resources: ['fair'],
-          });
-          const next = await locks.tryAcquire('fair', { mode: 'read' });
-          expect(next).not.toBeNull();
-          await Promise.all([next!.release(), again.release()]);
-        });
-
-        it('a read inside a write of the same call chain joins it; a write inside a read is refused with LockUpgradeError', async () => {
-          const [outer, inner] = await shapes.outerWrite('2', (id) =>
-            shapes.innerRead(id),
-          );
-          expect(inner).toBe(outer);
-          const upgrade = await shapes
-            .outerRead('2', (id) => shapes.innerWrite(id))
-            .catch((e: unknown) => e);
-          expect(upgrade).toBeInstanceOf(LockUpgradeError);
-          expect(upgrade).toMatchObject({
-            resource: 'cat:2',
-            method: '@Locked ShapesService.innerWrite',
-          });
-          // The outer read released: a writer gets it.
-          const writer = await locks.tryAcquire('cat:2', { mode: 'write' });
-          expect(writer).not.toBeNull();
-          await writer!.release();
-        });
-
-        it('answers 409 with Retry-After over HTTP while a reader holds', async () => {
-          await app.listen(0, '127.0.0.1');
-          const url = await app.getUrl();
-          const reader = await locks.acquire('cat:7', {
-            mode: 'read',
-            ttl: 3000,
-          });
-          const refused = await fetch(`${url}/orders/cat/7`, {
-            method: 'POST',
-          });
-          expect(refused.status).toBe(409);
-          expect(
-            Number(refused.headers.get('retry-after')),
-          ).toBeGreaterThanOrEqual(1);
-          expect(await refused.json()).toMatchObject({
-            code: 'CONFLICT',
-            resources: ['cat:7'],
-          });
-          await reader.release();
-          const served = await fetch(`${url}/orders/cat/7`, { method: 'POST' });
-          expect(served.status).toBe(201);
-        });
-
-        it('a resource used as read/write is refused as a mutex or a semaphore; mode refuses permits and fencing, naming the field', async () => {
-          const reader = await locks.acquire('rws', { mode: 'read' });
-          await expect(locks.tryAcquire('rws')).rejects.toBeInstanceOf(
-            LockShapeError,
-          );
-          await expect(locks.acquire('rws', { permits: 2 })).rejects.toThrow(
-            /it is held or acquired as a read\/write lock/,
-          );
-          await reader.release();
-          for (const [options, field] of [
-            [{ mode: 'read', permits: 2 }, 'options.permits'],
-            [{ mode: 'write', fencing: true }, 'options.fencing'],
-            [{ mode: 'reader' }, 'options.mode'],
-          ] as const) {
-            const error = await locks
-              .acquire('rwx', options as { mode: 'read' })
-              .catch((e: unknown) => e);
-            expect(error).toBeInstanceOf(RedlockConfigError);
-            expect((error as RedlockConfigError).field).toBe(field);
-          }
-        });
-      },
-    );
+          expect(error).toBeInstanceOf(RedlockConfigError);
+          expect((error as RedlockConfigError).field).toBe(field);
+        }
+      });
+    });
 
     it('closing the app releases what it holds and refuses new locks', async () => {
       const lock = await locks.acquire('shut', { ttl: 5000 });
