@@ -55,10 +55,16 @@ export const DEFAULTS = {
   pWrite: 0.2,
 };
 
-/** The lock keys of `cfg`'s resources on a node (the library's naming: keyPrefix 'f:', permit slots). */
+/**
+ * The keys of `cfg`'s resources on a node, as the library names them
+ * (keyPrefix 'f:', metaPrefix 'fm:'): a mutex's lock key, a semaphore's
+ * permit slots, a read/write lock's key, readers and writer intent.
+ */
 export function lockKeys(cfg) {
-  if (cfg.workload !== 'semaphore') return cfg.resources.map((r) => 'f:' + r);
-  return cfg.resources.flatMap((r) => Array.from({ length: cfg.permits }, (_, i) => `f:${r}#permit-${i}`));
+  if (cfg.workload === 'semaphore')
+    return cfg.resources.flatMap((r) => Array.from({ length: cfg.permits }, (_, i) => `f:${r}#permit-${i}`));
+  if (cfg.workload === 'rw') return cfg.resources.flatMap((r) => [`f:${r}`, `fm:rd:f:${r}`, `fm:wi:f:${r}`]);
+  return cfg.resources.map((r) => 'f:' + r);
 }
 
 /** Makes every server answer again and empties it (between scenarios). */
@@ -263,8 +269,14 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
       c.on('error', () => undefined);
       try {
         const keys = lockKeys(cfg);
+        // A sorted set of readers holds each one's expiry on the node's
+        // clock (ms): those come Δ closer too.
         await c.eval(
           `for _, k in ipairs(KEYS) do
+             if redis.call('TYPE', k).ok == 'zset' then
+               local m = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+               for j = 1, #m, 2 do redis.call('ZADD', k, tonumber(m[j + 1]) - tonumber(ARGV[1]), m[j]) end
+             end
              local p = redis.call('PTTL', k)
              if p > 0 then
                if p - tonumber(ARGV[1]) <= 0 then redis.call('DEL', k)

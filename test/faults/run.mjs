@@ -1,12 +1,15 @@
 // npm run test:faults: the Jepsen-style fault harness (docs/faults.md).
 //   node test/faults/run.mjs [--ci | --full] [--only=name,name] [--no-mutants]
-//     [--ops=N] [--max-ms=N] [--set=field=json ...]
+//     [--ops=N] [--max-ms=N] [--set=field=json ...] [--dist=DIR]
 // --ci (the default): every scenario and mutant, bounded (CI_OPS operations
 // each, at most CI_MAX_MS), a few minutes in all, except scenarios marked
 // `ci: false` (run by --full, or when --only names them). --full: FULL_OPS
-// operations per scenario. A scenario file may export a list of scenarios. Prints one table; exits non-zero on any
+// operations per scenario (at most FULL_MAX_MS, or the scenario's own
+// fullMaxMs). A scenario file may export a list of scenarios. Prints one table; exits non-zero on any
 // unexpected verdict (a violation where none is allowed, a documented
 // hazard not found, a liveness failure, a mutant that survives).
+// --dist=DIR: the build under test (an ESM build's folder, as dist/esm;
+// default dist/esm of this checkout).
 import { readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -31,6 +34,7 @@ const only = args
 const opsArg = Number(args.find((a) => a.startsWith('--ops='))?.slice(6)) || undefined;
 const maxMsArg = Number(args.find((a) => a.startsWith('--max-ms='))?.slice(9)) || undefined;
 const withMutants = !args.includes('--no-mutants');
+const distEsm = args.find((a) => a.startsWith('--dist='))?.slice(7) ?? join(ROOT, 'dist/esm');
 // --set=key=json overrides a config field of every selected scenario (to bisect a finding).
 const overrides = Object.fromEntries(
   args
@@ -56,11 +60,11 @@ for (const m of MUTANTS) if (!byName.has(m.scenario)) throw new Error(`mutant ${
 // The library under test, and its mutants, copied out of dist/ first: a
 // rebuild of dist/ during the run changes nothing here.
 mkdirSync(SCRATCH, { recursive: true });
-const original = copyDist(join(ROOT, 'dist/esm'), join(SCRATCH, 'original'));
+const original = copyDist(distEsm, join(SCRATCH, 'original'));
 const mutants = withMutants
   ? MUTANTS.filter((m) => selected(m.name)).map((m) => ({
       ...m,
-      dist: buildMutant(m, join(ROOT, 'dist/esm'), join(SCRATCH, m.name)),
+      dist: buildMutant(m, distEsm, join(SCRATCH, m.name)),
     }))
   : [];
 
@@ -123,7 +127,7 @@ async function runOn(label, scenario0, dist, mutant, servers) {
     report = await runScenario({
       scenario,
       ops,
-      maxMs: maxMsArg ?? (full && !mutant ? FULL_MAX_MS : (mutant?.maxMs ?? CI_MAX_MS)),
+      maxMs: maxMsArg ?? (full && !mutant ? (scenario.fullMaxMs ?? FULL_MAX_MS) : (mutant?.maxMs ?? CI_MAX_MS)),
       servers,
       store,
       dist,

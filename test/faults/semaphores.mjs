@@ -16,10 +16,14 @@
 // - PeerSemaphore ('redis-semaphore'): redis-semaphore's RedlockSemaphore
 //   (the devDependency), as its README shows it: a new instance per
 //   acquire, `acquire()`, then `release()`. It caps a sorted set on each
-//   node the same way, with scores from the client's Date.now(). It has no
-//   validity of its own: a holder here counts as valid until the acquire
-//   call's start plus its lockTimeout (the ttl), less the drift the library
-//   allows for, which every permit it got outlives on the nodes.
+//   node the same way, with scores from the client's Date.now() at each
+//   attempt's start, and counts a quorum of admissions however late it
+//   came. It has no validity of its own: a holder here counts as valid
+//   until the start of the attempt that admitted it plus its lockTimeout
+//   (the ttl), less the drift the library allows for, as the permits it got
+//   live on the nodes until then (the nodes drop older entries by that
+//   score). Its attempts are timed here by wrapping the nodes' evalsha,
+//   which it calls at each attempt's start for each node.
 //
 // Both hand out lock-like objects with what the workload reads: value,
 // resources, validUntil (epoch ms, as the library's), remaining(),
@@ -133,6 +137,16 @@ export class PeerSemaphore {
     this.RedlockSemaphore = RedlockSemaphore;
     this.nodes = connect(urls);
     Object.assign(this, { ttl, retryDelay });
+    // identifier -> start of its latest attempt (this process's clock). Its
+    // acquire script's arguments: key, limit, identifier, lockTimeout, now.
+    this.attemptAt = new Map();
+    for (const node of this.nodes) {
+      const evalsha = node.evalsha.bind(node);
+      node.evalsha = (sha, numKeys, ...args) => {
+        if (numKeys === 1 && args.length === 5) this.attemptAt.set(args[2], now());
+        return evalsha(sha, numKeys, ...args);
+      };
+    }
   }
   async ready() {
     await Promise.all(this.nodes.map((n) => n.ping()));
@@ -144,8 +158,10 @@ export class PeerSemaphore {
       retryInterval: this.retryDelay,
       refreshInterval: 0,
     });
-    const start = now();
-    if (!(await semaphore.tryAcquire())) throw notAcquired();
+    const id = semaphore.identifier;
+    const acquired = await semaphore.tryAcquire().finally(() => setImmediate(() => this.attemptAt.delete(id)));
+    const start = this.attemptAt.get(id);
+    if (!acquired) throw notAcquired();
     return new SimpleLock(resource, semaphore.identifier, start + this.ttl - drift(this.ttl), () =>
       semaphore.release(),
     );
