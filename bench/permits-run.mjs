@@ -47,7 +47,7 @@ export async function serverCpu(admin) {
 
 /**
  * One run: `plan` is one entry per client process used, each a list of
- * loop groups ({ role, loops, key, distinct?, holdMs }). Every process
+ * loop groups ({ role, loops, key, distinct?, holdMs, pauseMs? }). Every process
  * creates its library instance, then all start at the same moment and
  * ask for locks for `ms`; loops waiting at the end finish their wait.
  * Returns { groups: { role: merged holds }, window, cpuUs, commands,

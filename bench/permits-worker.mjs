@@ -5,7 +5,7 @@
 // same clock in every process of the machine), so the parent can count
 // how many holders overlapped across processes exactly, with no checker
 // round trip in the critical section. A loop: acquire, hold `holdMs`,
-// release, again, until `endAt`.
+// release, pause `pauseMs` (0: none), again, until `endAt`.
 import { createPermitLib } from './permits-libs.mjs';
 import { countCommands, sent, sleep } from './util.mjs';
 
@@ -19,7 +19,7 @@ let lib;
  * (the acquire resolved; the release not yet asked), the wait of every
  * grant, and the acquires that gave up.
  */
-async function loop(role, key, holdMs, endAt, out) {
+async function loop(role, key, holdMs, pauseMs, endAt, out) {
   while (hr() < endAt) {
     const t0 = hr();
     let handle;
@@ -35,6 +35,7 @@ async function loop(role, key, holdMs, endAt, out) {
     out.intervals.push(t1, hr());
     out.waits.push((t1 - t0) / 1000);
     await lib.release(handle);
+    if (pauseMs > 0) await sleep(pauseMs);
   }
 }
 
@@ -52,7 +53,7 @@ process.on('message', async (msg) => {
       const cpu0 = process.cpuUsage();
       await Promise.all(
         msg.groups.flatMap((g, i) =>
-          Array.from({ length: g.loops }, (_, w) => loop(g.role, g.distinct ? `${g.key}:${w}` : g.key, g.holdMs, msg.endAt, outs[i])),
+          Array.from({ length: g.loops }, (_, w) => loop(g.role, g.distinct ? `${g.key}:${w}` : g.key, g.holdMs, g.pauseMs ?? 0, msg.endAt, outs[i])),
         ),
       );
       const cpu = process.cpuUsage(cpu0);
