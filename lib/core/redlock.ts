@@ -24,17 +24,22 @@ import type { NodeStanding } from './nodes/node-standing.js';
 import { acquire } from './operations/acquire.js';
 import { extendLock } from './operations/extend.js';
 import { hold } from './operations/hold.js';
-import { inspect, type LockInspection } from './operations/inspect.js';
+import type {
+  InspectionOf,
+  InspectOptions,
+} from './inspection/inspect-options.js';
+import { inspectShaped } from './inspection/inspect-shaped.js';
 import { health, openContext, quit, ready } from './lifecycle/lifecycle.js';
 import { leaveLock } from './operations/leave.js';
 import { releaseLock } from './operations/release.js';
 import { tryAcquire } from './operations/try-acquire.js';
-import { PermitBook } from './permits/permit-book.js';
-import { extendAll } from './rwlock/extend-all.js';
-import { rwLockOperations } from './rwlock/rw-lock-ops.js';
-import { RwWaiters } from './rwlock/rw-waiters.js';
-import { ShapeBook } from './shapes/shape-book.js';
-import { isShaped, shapedAcquire, type ShapesHost } from './shaped-acquire.js';
+import { extendAll } from './shapes/extend-all.js';
+import {
+  isShaped,
+  openShapes,
+  shapedAcquire,
+  type ShapesHost,
+} from './shaped-acquire.js';
 import type { Clock } from './util/clock.js';
 import type { KeepAlive } from './watchdog/keep-alive.js';
 
@@ -54,14 +59,7 @@ export class Redlock implements LockManager {
 
   constructor(options: RedlockOptions) {
     this.ctx = openContext(options, this);
-    const waiters = new RwWaiters();
-    this.shapes = {
-      ctx: this.ctx,
-      book: new PermitBook(this.ctx.clock),
-      shapes: new ShapeBook(),
-      waiters,
-      ops: rwLockOperations(this.ctx, (lock) => waiters.wake(lock.resources)),
-    };
+    this.shapes = openShapes(this.ctx);
   }
 
   /** @internal The nodes, in configuration order. */
@@ -240,11 +238,17 @@ export class Redlock implements LockManager {
    * What the nodes hold for `resource`, for an operator: per node whether
    * the key exists, its remaining lease, whether this instance holds it
    * (never the value of a lock, this instance's or another's), how many
-   * wait in its queue, and the last fencing token. Writes nothing; waits
-   * up to `timeoutMs` (default 1 s) for the nodes.
+   * wait in its queue, and the last fencing token. With `{ permits }`, each
+   * permit slot of the semaphore so (`SemaphoreInspection`); with
+   * `{ mode }`, the writer or the readers of a read/write lock with their
+   * leases, and a waiting writer (`ReadWriteInspection`). Writes nothing;
+   * waits up to `timeoutMs` (a number, or in the options; default 1 s).
    */
-  inspect(resource: string, timeoutMs?: number): Promise<LockInspection> {
-    return inspect(this.ctx, resource, timeoutMs);
+  inspect<O extends number | InspectOptions | undefined = undefined>(
+    resource: string,
+    options?: O,
+  ): Promise<InspectionOf<O>> {
+    return inspectShaped(this.ctx, resource, options);
   }
 
   /**

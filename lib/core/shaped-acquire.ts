@@ -1,4 +1,11 @@
 import type { AcquireOptions } from './config/options.js';
+import type { RedlockContext } from './context.js';
+import { PermitBook } from './permits/permit-book.js';
+import { permitScripts } from './permits/permit-scripts.js';
+import { rwScripts } from './rwlock/rw-scripts.js';
+import { RwWaiters } from './rwlock/rw-waiters.js';
+import { scriptedLockOperations } from './shapes/scripted-lock-ops.js';
+import { ShapeBook } from './shapes/shape-book.js';
 import type { Lock } from './lock.js';
 import { acquire } from './operations/acquire.js';
 import { acquireObserved, traceAcquire } from './operations/trace.js';
@@ -10,6 +17,26 @@ import { rejected } from './util/rejected.js';
 
 /** What `Redlock` holds for the lock shapes beyond the mutex. */
 export type ShapesHost = PermitHost & RwHost;
+
+/** The shapes' state of one `Redlock` instance, around its context. */
+export function openShapes(ctx: RedlockContext): ShapesHost {
+  const waiters = new RwWaiters();
+  const rw = rwScripts(ctx.config.metaPrefix);
+  const permits = permitScripts(ctx.config.metaPrefix);
+  return {
+    ctx,
+    book: new PermitBook(ctx.clock),
+    shapes: new ShapeBook(),
+    waiters,
+    permitScripts: permits,
+    // A permit's release wakes a waiter through the PermitBook.
+    permitOps: scriptedLockOperations(ctx, permits, () => undefined),
+    rwScripts: rw,
+    rwOps: scriptedLockOperations(ctx, rw, (lock) =>
+      waiters.wake(lock.resources),
+    ),
+  };
+}
 
 /**
  * Whether a call takes another path than the mutex's: it asks for a

@@ -62,11 +62,15 @@ describe('semaphore (permits) on real nodes', () => {
     );
     const names = locks.flatMap((l) => l.resources).sort();
     expect(names).toEqual(['slots#permit-0', 'slots#permit-1']);
-    for (const client of admin)
+    // The resource's key marks it a semaphore of 2 while permits live.
+    for (const client of admin) {
       expect((await client.keys(`${keyPrefix}slots*`)).sort()).toEqual([
+        `${keyPrefix}slots`,
         `${keyPrefix}slots#permit-0`,
         `${keyPrefix}slots#permit-1`,
       ]);
+      expect(await client.get(`${keyPrefix}slots`)).toBe('~permits:2');
+    }
     // Every permit held: a third caller is refused without waiting.
     expect(await r.tryAcquire('slots', { permits: 2 })).toBeNull();
     await Promise.all(locks.map((l) => l.release()));
@@ -167,5 +171,37 @@ describe('semaphore (permits) on real nodes', () => {
     const second = await r.acquire('fenced', { permits: 1, fencing: true });
     expect(BigInt(second.fencingToken!)).toBeGreaterThan(t1);
     await second.release();
+  });
+
+  it('refuses another shape held by another process, as the nodes report it, and blocks a mutex there', async () => {
+    const a = make();
+    const b = make();
+    const held = await a.acquire('remote-shape', { permits: 4 });
+    const other = await b
+      .acquire('remote-shape', { permits: 2, waitTimeout: 2000 })
+      .catch((e: unknown) => e);
+    expect(other).toBeInstanceOf(LockShapeError);
+    expect((other as LockShapeError).message).toMatch(
+      /"remote-shape" as a semaphore of 2 permits: it is held or acquired as a semaphore of 4 permits by another process/,
+    );
+    await expect(b.acquire('remote-shape', { mode: 'read' })).rejects.toThrow(
+      /as a read\/write lock: .* a semaphore of 4 permits by another process/,
+    );
+    // A mutex elsewhere meets the mark as it meets any holder.
+    expect(await b.tryAcquire('remote-shape')).toBeNull();
+    // No key of the refused calls is left behind.
+    for (const client of admin)
+      expect((await client.keys(`${keyPrefix}remote-shape*`)).length).toBe(2);
+    await held.release();
+    // The mark goes with the last permit: any shape may be used again.
+    for (const client of admin)
+      expect(await client.keys(`${keyPrefix}remote-shape*`)).toEqual([]);
+    const mutex = await b.acquire('remote-shape');
+    await expect(
+      a.acquire('remote-shape', { permits: 4, waitTimeout: 0 }),
+    ).rejects.toThrow(
+      /held or acquired as a mutex or a read\/write lock's writer by another process/,
+    );
+    await mutex.release();
   });
 });

@@ -15,7 +15,7 @@ import { deadlines } from '../util/deadline-timer.js';
 import { settledWithin } from '../util/timeout.js';
 import { requireNonNegative, requirePositive } from '../util/validate.js';
 import { KeepAlive } from '../watchdog/keep-alive.js';
-import { extendAll } from '../rwlock/extend-all.js';
+import { extendAll } from '../shapes/extend-all.js';
 import { HeldLocks } from '../held-locks.js';
 import { Contention } from '../contention/contention.js';
 

@@ -3,15 +3,14 @@ import { LockShapeError } from '../../errors/lock-shape.error.js';
 import type { AcquireOptions } from '../config/options.js';
 import type { RedlockContext } from '../context.js';
 import { lineOf } from '../contention/line.js';
-import type { Lock } from '../lock.js';
+import type { Lock, LockOperations } from '../lock.js';
 import { votesOf } from '../nodes/poll.js';
 import { resolveCall, type AcquireCall } from '../operations/acquire-call.js';
 import { count } from '../operations/acquire.js';
-import type { AttemptResult } from '../operations/attempt.js';
-import { attemptOnce } from '../operations/attempt-once.js';
 import { stopReason } from '../operations/stop.js';
 import { rejected } from '../util/rejected.js';
-import { permitResource } from './permit-slots.js';
+import type { ShapeScripts } from '../shapes/scripted-lock-ops.js';
+import { attemptPermits, type PermitAttempt } from './permit-attempt.js';
 import type { PermitBook } from './permit-book.js';
 import {
   MUTEX_SHAPE,
@@ -22,6 +21,10 @@ import {
 /** What the permit acquires of one `Redlock` need besides its context. */
 export interface PermitHost {
   readonly ctx: RedlockContext;
+  /** The operations of the permit locks it hands out. */
+  readonly permitOps: LockOperations;
+  /** Their scripts (also for a failed attempt's take-back). */
+  readonly permitScripts: ShapeScripts;
   readonly book: PermitBook;
   readonly shapes: ShapeBook;
 }
@@ -50,7 +53,7 @@ export function acquirePermits(
     checkNoMutexHeld(host.ctx, call, shape);
     host.shapes.enter(call.resources, shape);
     for (const r of call.resources) host.book.use(r, options.permits);
-    return permitRounds(host, call, once).then(
+    return permitRounds(host, call, options.permits, once).then(
       (lock) => {
         host.shapes.leave(call.resources, lock ?? undefined);
         for (const r of call.resources) host.book.done(r);
@@ -86,13 +89,14 @@ export function checkNoMutexHeld(
 async function permitRounds(
   host: PermitHost,
   call: AcquireCall,
+  permits: number,
   once: boolean,
 ): Promise<Lock | null> {
   const { ctx, book } = host;
   const { resources, timing, signal } = call;
   const giveUpAt = ctx.clock.now() + timing.waitTimeout;
   let attempts = 0;
-  let last: AttemptResult | undefined;
+  let last: PermitAttempt | undefined;
   for (;;) {
     const candidates = resources.map((r) => book.candidates(r));
     const rounds = Math.min(...candidates.map((c) => c.length));
@@ -101,15 +105,27 @@ async function permitRounds(
       if (stop !== undefined) throw stop;
       const slots = candidates.map((c) => c[k]);
       attempts++;
-      const outcome = await attemptSlots(ctx, call, slots);
-      if (outcome.lock) {
-        // `waited` stays false: a waited lock's release may linger for a
-        // caller of its line, and permit waiters do not queue on lines.
-        book.hold(resources, slots, outcome.lock);
+      const attempt = attemptPermits(
+        ctx,
+        host.permitOps,
+        host.permitScripts,
+        call,
+        permits,
+        slots,
+      );
+      ctx.active.set(attempt, timing.nodeTimeout);
+      last = await attempt.finally(() => ctx.active.delete(attempt));
+      if (last.lock) {
+        const late = stopReason(ctx, resources, attempts, signal);
+        if (late !== undefined) {
+          await last.lock.release();
+          throw late;
+        }
+        ctx.held.add(last.lock);
+        book.hold(resources, slots, last.lock);
         count(ctx, attempts > 1);
-        return outcome.lock;
+        return last.lock;
       }
-      last = outcome.result;
       // One resource: its slot is the one refused, for the lease reported.
       if (resources.length === 1 && last.holderTtl !== undefined)
         book.busy(resources[0], slots[0], last.holderTtl);
@@ -137,48 +153,11 @@ async function permitRounds(
   }
 }
 
-/** One attempt on the given slot of each resource, without waiting. */
-function attemptSlots(
-  ctx: RedlockContext,
-  call: AcquireCall,
-  slots: readonly number[],
-): Promise<{ lock?: Lock; result: AttemptResult }> {
-  const names = call.resources.map((r, j) => permitResource(r, slots[j]));
-  const keys = names.map(ctx.config.keyOf);
-  const slotCall: AcquireCall = {
-    ...call,
-    resources: names,
-    keys,
-    line: lineOf(keys, call.fencing),
-  };
-  const attempt = attemptOnce(
-    ctx,
-    slotCall,
-    undefined,
-    (_c, _call, result) => ({
-      result,
-    }),
-  );
-  ctx.active.set(attempt, call.timing.nodeTimeout);
-  return attempt.then(
-    (outcome) => {
-      ctx.active.delete(attempt);
-      if ('result' in outcome) return outcome;
-      ctx.held.add(outcome);
-      return { lock: outcome, result: undefined as never };
-    },
-    (error: unknown) => {
-      ctx.active.delete(attempt);
-      throw error;
-    },
-  );
-}
-
 /** The error of a permit acquire that gave up, naming the resources asked for. */
 function gaveUp(
   call: AcquireCall,
   attempts: number,
-  last: AttemptResult | undefined,
+  last: PermitAttempt | undefined,
 ): LockNotAcquiredError {
   const reason = last?.reason ?? 'busy';
   return new LockNotAcquiredError(

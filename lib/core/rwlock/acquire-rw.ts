@@ -12,7 +12,10 @@ import { checkNoMutexHeld } from '../permits/acquire-permits.js';
 import { READ_WRITE_SHAPE, type ShapeBook } from '../shapes/shape-book.js';
 import { randomValue } from '../util/lock-value.js';
 import { rejected } from '../util/rejected.js';
-import { sendRwRelease } from './rw-lock-ops.js';
+import {
+  sendScriptedRelease,
+  type ShapeScripts,
+} from '../shapes/scripted-lock-ops.js';
 import { attemptRw, type RwAttempt } from './rw-attempt.js';
 import type { RwWaiters } from './rw-waiters.js';
 
@@ -22,7 +25,9 @@ export interface RwHost {
   readonly shapes: ShapeBook;
   readonly waiters: RwWaiters;
   /** The operations of the read/write locks it hands out. */
-  readonly ops: LockOperations;
+  readonly rwOps: LockOperations;
+  /** Their scripts (also for a failed attempt's take-back). */
+  readonly rwScripts: ShapeScripts;
 }
 
 /**
@@ -90,7 +95,15 @@ async function rwRounds(
       const stop = stopReason(ctx, resources, attempts, signal);
       if (stop !== undefined) throw stop;
       attempts++;
-      const attempt = attemptRw(ctx, host.ops, call, mode, value, intentLife);
+      const attempt = attemptRw(
+        ctx,
+        host.rwOps,
+        host.rwScripts,
+        call,
+        mode,
+        value,
+        intentLife,
+      );
       ctx.active.set(attempt, timing.nodeTimeout);
       last = await attempt.finally(() => ctx.active.delete(attempt));
       if (last.lock) {
@@ -122,7 +135,14 @@ async function rwRounds(
     // A writer that gives up (or tries once) drops its intent, or readers
     // would wait for a writer that is gone until the intent lapses.
     if (mode === 'write' && attempts > 0 && !held)
-      await sendRwRelease(ctx, keys, value, false, timing.nodeTimeout);
+      await sendScriptedRelease(
+        ctx,
+        host.rwScripts,
+        keys,
+        value,
+        false,
+        timing.nodeTimeout,
+      );
   }
 }
 

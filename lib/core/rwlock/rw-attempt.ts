@@ -8,7 +8,12 @@ import type { AcquireCall } from '../operations/acquire-call.js';
 import { acquireReply, RW_ACQUIRE_SCRIPT } from '../scripts/index.js';
 import { awaitedByQuit } from '../util/awaited-by-quit.js';
 import { rwKeys } from './rw-keys.js';
-import { rwModes, sendRwRelease } from './rw-lock-ops.js';
+import {
+  sendScriptedRelease,
+  type ShapeScripts,
+} from '../shapes/scripted-lock-ops.js';
+import { shapedLocks } from '../shapes/shaped-locks.js';
+import { shapeConflict } from '../shapes/shape-conflict.js';
 
 /** The outcome of one read or write attempt. */
 export interface RwAttempt {
@@ -27,6 +32,7 @@ export interface RwAttempt {
 export async function attemptRw(
   ctx: RedlockContext,
   ops: LockOperations,
+  scripts: ShapeScripts,
   call: AcquireCall,
   mode: LockMode,
   value: string,
@@ -35,6 +41,7 @@ export async function attemptRw(
   const { timing, keys } = call;
   const start = ctx.clock.now();
   const ttl = Math.ceil(timing.ttl);
+  let conflict: unknown[] | undefined;
   const ballots = await poll(
     ctx.nodes,
     {
@@ -42,7 +49,10 @@ export async function attemptRw(
       keys: rwKeys(ctx.config.metaPrefix, keys),
       args: [value, ttl, mode === 'write' ? 'w' : 'r', intentLife],
     },
-    (reply, i) => (Number(reply) === 1 ? ctx.standing.grant(i, keys) : 'busy'),
+    (reply, i) => {
+      if (Array.isArray(reply)) conflict = reply;
+      return Number(reply) === 1 ? ctx.standing.grant(i, keys) : 'busy';
+    },
     timing.nodeTimeout,
     ctx.isDecided,
     { limitMs: timing.ttl - timing.drift },
@@ -57,21 +67,23 @@ export async function attemptRw(
       ttl: timing.ttl,
       deadline: start + timing.ttl - timing.drift,
     });
-    rwModes.set(lock, mode);
+    shapedLocks.set(lock, { mode });
     return { lock, ballots };
   }
   // Every node that did not refuse may hold our entry (a lost reply).
   if (ballots.some((b) => b.outcome !== 'busy'))
     await awaitedByQuit(
       ctx,
-      sendRwRelease(
+      sendScriptedRelease(
         ctx,
+        scripts,
         keys,
         value,
         true,
         start + timing.ttl - ctx.clock.now(),
       ),
     );
+  if (conflict) throw shapeConflict(call.resources, conflict);
   const answered = ballots.filter(
     (b) => b.outcome === 'granted' || b.outcome === 'busy',
   ).length;

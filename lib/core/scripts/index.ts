@@ -9,3 +9,4 @@ export { packPlace } from './wait-queue.lua.js';
 export * from './keep.script.js';
 export * from './inspect.script.js';
 export * from './rw-lock.script.js';
+export * from './permit.script.js';

@@ -9,12 +9,14 @@ import { defineScript } from './lua-script.js';
 export const READERS_MARK = '~readers';
 
 /**
- * Shared by the read/write scripts. KEYS come in threes, one per resource:
- * the lock key (the writer's value, or READERS_MARK while readers hold it,
- * living as long as the last reader), its readers (a sorted set of reader
- * values scored by the node time, in ms, at which each expires) and its
- * writer intent (the value of a writer that readers refused: new readers
- * are refused while it lives, so a stream of readers cannot starve it).
+ * Shared by the read/write scripts. KEYS: three per resource, column by
+ * column (`[k1, k2, rd1, rd2, wi1, wi2]` for two resources, as a Cluster
+ * node splits keys by slot): the lock key (the writer's value, or
+ * READERS_MARK while readers hold it, living as long as the last reader),
+ * its readers (a sorted set of reader values scored by the node time, in
+ * ms, at which each expires) and its writer intent (the value of a writer
+ * that readers refused: new readers are refused while it lives, so a
+ * stream of readers cannot starve it).
  */
 const RW_LUA = `
 local t = redis.call('TIME')
@@ -45,9 +47,11 @@ const ACQUIRE_LUA =
   `
 local value, ttl, write, life = ARGV[1], tonumber(ARGV[2]), ARGV[3] == 'w', ARGV[4]
 for i = 1, n do
-  local k, rd, wi = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  local k, rd, wi = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
   local cur = redis.call('GET', k)
   if cur and cur ~= MARK and cur ~= value then
+    -- A semaphore's mark: another shape, and which resource.
+    if string.sub(cur, 1, 1) == '~' then return {-3, cur, i} end
     return -2 - math.max(0, redis.call('PTTL', k))
   end
   local intent = redis.call('GET', wi)
@@ -65,7 +69,7 @@ for i = 1, n do
   end
 end
 for i = 1, n do
-  local k, rd, wi = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  local k, rd, wi = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
   if write then
     redis.call('SET', k, value, 'PX', ttl)
     redis.call('DEL', rd)
@@ -80,7 +84,7 @@ return 1
 
 /**
  * Takes a read or write lock on every resource of a call on one node, all
- * or nothing. KEYS: three per resource (see RW_LUA). ARGV[1]: the lock
+ * or nothing. KEYS: three per resource, column by column (see RW_LUA). ARGV[1]: the lock
  * value, ARGV[2]: the lease in ms, ARGV[3]: `r` (read) or `w` (write),
  * ARGV[4]: how long a writer's intent lives unless its next attempt renews
  * it, in ms.
@@ -95,7 +99,8 @@ return 1
  *
  * Returns `1` when granted; `-2 - pttl` when refused by a holder (`pttl`:
  * the writer's lease left, or the last reader's), `-1` when refused by a
- * writer's intent (no lease to wait for): as the mutex's acquire script.
+ * writer's intent (no lease to wait for): as the mutex's acquire script;
+ * `{-3, mark, i}` when resource `i`'s key holds a semaphore's mark.
  */
 export const RW_ACQUIRE_SCRIPT = defineScript('rw-acquire', ACQUIRE_LUA);
 
@@ -105,7 +110,7 @@ const RELEASE_LUA =
 local value, keepIntent = ARGV[1], ARGV[2] == '1'
 local deleted = 0
 for i = 1, n do
-  local k, rd, wi = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  local k, rd, wi = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
   local cur = redis.call('GET', k)
   if cur == value then
     redis.call('DEL', k)
@@ -136,7 +141,7 @@ const EXTEND_LUA =
   `
 local value, ttl = ARGV[1], tonumber(ARGV[2])
 for i = 1, n do
-  local k, rd = KEYS[3 * i - 2], KEYS[3 * i - 1]
+  local k, rd = KEYS[i], KEYS[n + i]
   local cur = redis.call('GET', k)
   if cur ~= value then
     local expiry = cur == MARK and redis.call('ZSCORE', rd, value)
@@ -144,7 +149,7 @@ for i = 1, n do
   end
 end
 for i = 1, n do
-  local k, rd = KEYS[3 * i - 2], KEYS[3 * i - 1]
+  local k, rd = KEYS[i], KEYS[n + i]
   if redis.call('GET', k) == value then
     redis.call('PEXPIRE', k, ttl)
   else

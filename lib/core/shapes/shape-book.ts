@@ -15,6 +15,9 @@ export const READ_WRITE_SHAPE: ShapeName = 'read/write';
 /** The shape name of a mutex. */
 export const MUTEX_SHAPE: ShapeName = 'mutex';
 
+/** What a node reports when a resource's key holds a lock value: a mutex's, or a read/write lock's writer's. */
+export const MUTEX_OR_WRITER_SHAPE: ShapeName = 'mutex or writer';
+
 /** One resource used with a shape other than the mutex in this process. */
 interface InUse {
   readonly shape: ShapeName;

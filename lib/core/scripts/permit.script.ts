@@ -1,0 +1,139 @@
+import { defineScript } from './lua-script.js';
+
+/**
+ * The value a semaphore's resource key holds while its permits are in use:
+ * `~permits:<n>`, never a lock value (those are base64url, without `~`). A
+ * mutex, a writer or a reader elsewhere is refused as by any holder, and a
+ * semaphore of another count learns the count in use (`LockShapeError`).
+ */
+export function permitsMark(permits: number): string {
+  return `~permits:${permits}`;
+}
+
+/**
+ * Shared by the permit scripts. KEYS, column by column (as a Cluster node
+ * splits keys by slot), for the m resources of a lock: their resource keys
+ * `k`, the permit slot keys `s` taken (`<k>#permit-<i>`, in `k`'s hash
+ * slot), their holders `h` (a sorted set of the holders' values scored by
+ * the node time, in ms, at which each lease ends), then with fencing their
+ * token counters. The resource key holds the mark for as long as the last
+ * holder, and goes with it.
+ */
+const PERMIT_LUA = `
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local function keepMark(k, h, mark)
+  redis.call('ZREMRANGEBYSCORE', h, '-inf', now)
+  local last = redis.call('ZRANGE', h, -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    redis.call('DEL', k, h)
+    return
+  end
+  local left = math.max(1, tonumber(last[2]) - now)
+  redis.call('SET', k, mark, 'PX', left)
+  redis.call('PEXPIRE', h, left)
+end
+`;
+
+const ACQUIRE_LUA =
+  PERMIT_LUA +
+  `
+local value, ttl, mark = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local fencing = ARGV[4] == '1'
+local m = #KEYS / 3
+if fencing then m = #KEYS / 4 end
+for j = 1, m do
+  local cur = redis.call('GET', KEYS[j])
+  if cur and cur ~= mark then
+    -- Another shape holds the resource: what it is, and which resource.
+    if string.sub(cur, 1, 1) ~= '~' then cur = '' end
+    return {-3, cur, j}
+  end
+  local held = redis.call('GET', KEYS[m + j])
+  if held and held ~= value then
+    return -2 - math.max(0, redis.call('PTTL', KEYS[m + j]))
+  end
+end
+for j = 1, m do
+  redis.call('SET', KEYS[m + j], value, 'PX', ttl)
+  redis.call('ZADD', KEYS[2 * m + j], now + ttl, value)
+  keepMark(KEYS[j], KEYS[2 * m + j], mark)
+end
+if not fencing then return 1 end
+local reply = {1, 0}
+for j = 1, m do
+  reply[j + 2] = redis.call('GET', KEYS[3 * m + j]) or '0'
+end
+return reply
+`;
+
+/**
+ * Takes one permit slot of each resource of a call on one node, all or
+ * nothing: each slot key as a mutex's key is taken (free, or already
+ * ours), so a slot has one holder over the quorum as a mutex has. The
+ * resource key holds the mark while any permit lives, so other shapes are
+ * kept out. ARGV[1]: the lock value, ARGV[2]: the lease in ms, ARGV[3]:
+ * the mark (`~permits:<n>`), ARGV[4]: `1` with fencing.
+ * Returns `1` when granted (with fencing `{1, 0, counter1, ...}`, as the
+ * mutex's acquire script); `-2 - pttl` when the slot is held by another
+ * value; `{-3, mark, j}` when resource `j`'s key holds another shape (its
+ * mark, or `""` for a mutex or a writer).
+ */
+export const PERMIT_ACQUIRE_SCRIPT = defineScript(
+  'permit-acquire',
+  ACQUIRE_LUA,
+);
+
+/**
+ * Sets a permit lock's lease again on one node, all or nothing, only where
+ * each slot key still holds our value (never brought back), and the mark's
+ * with it. KEYS: as the acquire's, without counters. ARGV[1]: the lock
+ * value, ARGV[2]: the lease in ms, ARGV[3]: the mark. Returns 1 or 0.
+ */
+export const PERMIT_EXTEND_SCRIPT = defineScript(
+  'permit-extend',
+  PERMIT_LUA +
+    `
+local value, ttl, mark = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local m = #KEYS / 3
+for j = 1, m do
+  if redis.call('GET', KEYS[m + j]) ~= value then return 0 end
+end
+for j = 1, m do
+  redis.call('PEXPIRE', KEYS[m + j], ttl)
+  redis.call('ZADD', KEYS[2 * m + j], now + ttl, value)
+  local cur = redis.call('GET', KEYS[j])
+  if not cur or cur == mark then keepMark(KEYS[j], KEYS[2 * m + j], mark) end
+end
+return 1
+`,
+);
+
+/**
+ * Deletes a permit lock's slot keys on one node where they hold our value
+ * (compare-and-delete), and its holder entries; the mark goes with the
+ * last holder. KEYS: as the extend's. ARGV[1]: the lock value. Returns how
+ * many slots it deleted.
+ */
+export const PERMIT_RELEASE_SCRIPT = defineScript(
+  'permit-release',
+  PERMIT_LUA +
+    `
+local m = #KEYS / 3
+local deleted = 0
+for j = 1, m do
+  if redis.call('GET', KEYS[m + j]) == ARGV[1] then
+    redis.call('DEL', KEYS[m + j])
+    deleted = deleted + 1
+  end
+  local h = KEYS[2 * m + j]
+  if redis.call('ZREM', h, ARGV[1]) == 1 then
+    local cur = redis.call('GET', KEYS[j])
+    if cur and string.sub(cur, 1, 9) == '~permits:' then
+      keepMark(KEYS[j], h, cur)
+    end
+  end
+end
+return deleted
+`,
+);

@@ -1,0 +1,27 @@
+import type { RedlockContext } from '../context.js';
+import type { Lock } from '../lock.js';
+import { extendMany } from '../operations/extend.js';
+import { shapedLocks } from './shaped-locks.js';
+
+/**
+ * The watchdog's batched extension: mutexes in one batch (`extendMany`),
+ * semaphores and read/write locks one by one with their own scripts (a
+ * failure marks the lock lost, as in the batch).
+ */
+export function extendAll(
+  ctx: RedlockContext,
+  locks: readonly Lock[],
+): Promise<void> {
+  if (!locks.some((lock) => shapedLocks.has(lock)))
+    return extendMany(ctx, locks);
+  const rest = locks.filter((lock) => !shapedLocks.has(lock));
+  const shaped = locks.filter((lock) => shapedLocks.has(lock));
+  return Promise.all([
+    rest.length ? extendMany(ctx, rest) : undefined,
+    ...shaped.map((lock) =>
+      lock.isReleased || lock.isLost
+        ? undefined
+        : lock.extend().catch(() => undefined),
+    ),
+  ]).then(() => undefined);
+}

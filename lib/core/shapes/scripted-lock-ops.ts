@@ -1,0 +1,152 @@
+import { LockExtendError } from '../../errors/lock-extend.error.js';
+import { callTiming } from '../config/resolve.js';
+import type { RedlockContext } from '../context.js';
+import type { Lock, LockOperations, ReleaseResult } from '../lock.js';
+import { poll, votesOf, type Ballot } from '../nodes/poll.js';
+import { countGranted } from '../nodes/quorum.js';
+import { settleExtension } from '../operations/extend.js';
+import type { LuaScript, ScriptCall } from '../scripts/index.js';
+import { awaitedByQuit } from '../util/awaited-by-quit.js';
+
+/** A script run, as a poll sends it to every node. */
+export type ScriptRun = ScriptCall & { readonly script: LuaScript };
+
+/** How a shape's locks are extended and released on one node. */
+export interface ShapeScripts {
+  /** Sets `lock`'s lease to `ms` where it is still ours (1: done, else 0). */
+  extend(lock: Lock, ms: number): ScriptRun;
+  /** Deletes what `value` holds of `keys` (the lock keys): replies how many resources it released. */
+  release(
+    keys: readonly string[],
+    value: string,
+    keepIntent: boolean,
+  ): ScriptRun;
+}
+
+/** Sends a release of `value` on `keys` to every node (also a failed attempt's take-back). */
+export function sendScriptedRelease(
+  ctx: RedlockContext,
+  scripts: ShapeScripts,
+  keys: readonly string[],
+  value: string,
+  keepIntent: boolean,
+  limitMs?: number,
+): Promise<Ballot[]> {
+  return poll(
+    ctx.nodes,
+    scripts.release(keys, value, keepIntent),
+    (reply) => (Number(reply) > 0 ? 'granted' : 'busy'),
+    ctx.config.timing.nodeTimeout,
+    ctx.isDecided,
+    limitMs === undefined ? undefined : { limitMs: Math.max(1, limitMs) },
+  );
+}
+
+/**
+ * What a semaphore's or read/write lock's `Lock` calls back: its shape's
+ * own extend, release and let-expire scripts. Released on the nodes at
+ * once, without the mutex's in-process handoff: `wake` tells the waiters
+ * of this process, which ask the nodes.
+ */
+export function scriptedLockOperations(
+  ctx: RedlockContext,
+  scripts: ShapeScripts,
+  wake: (lock: Lock) => void,
+): LockOperations {
+  const after = (lock: Lock) => (result: ReleaseResult) => {
+    wake(lock);
+    return result;
+  };
+  return {
+    clock: ctx.clock,
+    extendLock: (lock, ttl) => extend(ctx, scripts, lock, ttl),
+    releaseLock: (lock) => {
+      ctx.held.delete(lock);
+      return awaitedByQuit(ctx, release(ctx, scripts, lock)).then(after(lock));
+    },
+    leaveLock: (lock, ms) => {
+      ctx.held.delete(lock);
+      return awaitedByQuit(ctx, leave(ctx, scripts, lock, ms)).then(
+        after(lock),
+      );
+    },
+  };
+}
+
+async function release(
+  ctx: RedlockContext,
+  scripts: ShapeScripts,
+  lock: Lock,
+): Promise<ReleaseResult> {
+  const expired = ctx.clock.now() >= lock.deadline;
+  const ballots = await sendScriptedRelease(
+    ctx,
+    scripts,
+    lock.keys,
+    lock.value,
+    false,
+  );
+  return {
+    released: countGranted(ballots) >= ctx.quorum,
+    expired,
+    nodes: votesOf(ballots),
+  };
+}
+
+/** See `Lock.letExpire`: the lease cut to `ms`, nothing deleted. */
+async function leave(
+  ctx: RedlockContext,
+  scripts: ShapeScripts,
+  lock: Lock,
+  ms: number,
+): Promise<ReleaseResult> {
+  const expired = ctx.clock.now() >= lock.deadline;
+  const ballots = await poll(
+    ctx.nodes,
+    scripts.extend(lock, Math.ceil(ms)),
+    (reply) => (reply === 1 ? 'granted' : 'busy'),
+    ctx.config.timing.nodeTimeout,
+    ctx.isDecided,
+  );
+  return {
+    released: false,
+    expired,
+    expiresIn: countGranted(ballots) >= ctx.quorum ? Math.ceil(ms) : undefined,
+    nodes: votesOf(ballots),
+  };
+}
+
+/** See `Lock.extend` (as `extendLock` for a mutex). */
+async function extend(
+  ctx: RedlockContext,
+  scripts: ShapeScripts,
+  lock: Lock,
+  ttl: number | undefined,
+): Promise<void> {
+  const timing = callTiming(
+    ctx.config,
+    { ttl: ttl === undefined ? lock.ttl : ttl },
+    '',
+  );
+  const start = ctx.clock.now();
+  const clocks = ctx.standing.clockMonitor;
+  const ballots = await poll(
+    ctx.nodes,
+    scripts.extend(lock, Math.ceil(timing.ttl)),
+    (reply, i) =>
+      reply !== 1 ? 'busy' : clocks.counts(i) ? 'granted' : 'quarantined',
+    timing.nodeTimeout,
+    ctx.isDecided,
+    { limitMs: timing.ttl - timing.drift },
+  );
+  const failure = settleExtension(
+    ctx,
+    lock,
+    countGranted(ballots),
+    start,
+    timing.ttl,
+    ctx.clock.now(),
+  );
+  if (failure) throw new LockExtendError(lock.resources, failure, ballots);
+  ctx.keepAlive.rescheduled(lock);
+}
