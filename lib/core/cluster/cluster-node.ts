@@ -45,6 +45,12 @@ export class ClusterNode extends RedlockNode {
     const columns = rule.columns(args);
     const groups = groupBySlot(keys, columns);
     if (groups.length === 1) return this.send(script, keys, args);
+    if (rule.oneSlot)
+      return Promise.reject(
+        new Error(
+          `the ${script.name} script needs every resource in one hash slot: tag them alike ({tag})`,
+        ),
+      );
     return Promise.all(
       groups.map((group) =>
         this.send(

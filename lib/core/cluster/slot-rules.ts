@@ -13,6 +13,11 @@ export interface SlotRule {
     args: readonly (string | number)[],
     group: readonly number[],
   ): (string | number)[];
+  /**
+   * True for a script whose resources must share one slot: refused before
+   * anything is sent when they do not.
+   */
+  readonly oneSlot?: boolean;
   /** The reply of the whole call from the replies of each slot's run. */
   merge(replies: readonly unknown[], groups: readonly number[][]): unknown;
 }
@@ -48,6 +53,37 @@ const fence: SlotRule = {
 };
 
 /**
+ * The acquire of a semaphore's permits or of a read/write lock: each
+ * resource's keys share its slot, and resources in several slots are
+ * refused before anything is sent (`oneSlot`): a grant in one slot and a
+ * refusal in another would need the mutex's take-back across slots.
+ */
+function oneSlot(
+  columns: (args: readonly (string | number)[]) => number,
+): SlotRule {
+  return {
+    columns,
+    oneSlot: true,
+    merge: () => {
+      throw new Error('unreachable: a one-slot script is never split');
+    },
+  };
+}
+
+/** `1` when every run answered `1` (extend), for keys in `n` columns. */
+function allOrNothingOf(n: number): SlotRule {
+  return { ...allOrNothing, columns: () => n };
+}
+
+/** Each run's count of released resources, added (for keys in `n` columns). */
+function releasedOf(n: number): SlotRule {
+  return {
+    columns: () => n,
+    merge: (replies) => replies.reduce<number>((sum, r) => sum + Number(r), 0),
+  };
+}
+
+/**
  * The rules of the scripts that may be sent keys of several slots, by
  * script name. The acquire script is not here: a refusal in one slot must
  * take back the others (see `ClusterNode`). Scripts of one resource
@@ -58,6 +94,14 @@ export const SLOT_RULES: ReadonlyMap<string, SlotRule> = new Map([
   ['recreate', allOrNothing],
   ['release', deletedKeys],
   ['fence', fence],
+  // Resource keys, slot keys, holders (and counters with fencing).
+  ['permit-acquire', oneSlot((args) => (String(args[3]) === '1' ? 4 : 3))],
+  ['permit-extend', allOrNothingOf(3)],
+  ['permit-release', releasedOf(3)],
+  // Lock keys, readers, writer intents.
+  ['rw-acquire', oneSlot(() => 3)],
+  ['rw-extend', allOrNothingOf(3)],
+  ['rw-release', releasedOf(3)],
 ]);
 
 /** The rule of `script`, or an error for one that cannot be split. */

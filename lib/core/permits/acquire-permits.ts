@@ -9,6 +9,7 @@ import { resolveCall, type AcquireCall } from '../operations/acquire-call.js';
 import { count } from '../operations/acquire.js';
 import { stopReason } from '../operations/stop.js';
 import { rejected } from '../util/rejected.js';
+import { checkOneSlot } from '../shapes/one-slot.js';
 import type { ShapeScripts } from '../shapes/scripted-lock-ops.js';
 import { attemptPermits, type PermitAttempt } from './permit-attempt.js';
 import type { PermitBook } from './permit-book.js';
@@ -49,6 +50,7 @@ export function acquirePermits(
     const call = resolveCall(host.ctx.config, resources, options);
     const stop = stopReason(host.ctx, call.resources, 0, call.signal);
     if (stop !== undefined) return Promise.reject(stop);
+    checkOneSlot(host.ctx, call);
     const shape = permitsShape(options.permits);
     checkNoMutexHeld(host.ctx, call, shape);
     host.shapes.enter(call.resources, shape);

@@ -12,6 +12,7 @@ import { checkNoMutexHeld } from '../permits/acquire-permits.js';
 import { READ_WRITE_SHAPE, type ShapeBook } from '../shapes/shape-book.js';
 import { randomValue } from '../util/lock-value.js';
 import { rejected } from '../util/rejected.js';
+import { checkOneSlot } from '../shapes/one-slot.js';
 import {
   sendScriptedRelease,
   type ShapeScripts,
@@ -57,6 +58,7 @@ export function acquireRw(
         'options.fencing',
         `cannot be used with options.mode ('${options.mode}'): read/write locks have no fencing tokens; fence the writes with a mutex`,
       );
+    checkOneSlot(host.ctx, call);
     const stop = stopReason(host.ctx, call.resources, 0, call.signal);
     if (stop !== undefined) return Promise.reject(stop);
     checkNoMutexHeld(host.ctx, call, READ_WRITE_SHAPE);
