@@ -55,6 +55,17 @@ export type {
   LockInspection,
   NodeInspection,
 } from './operations/inspect.js';
+export type {
+  InspectionOf,
+  InspectOptions,
+  ReaderInspection,
+  ReadWriteInspection,
+  ReadWriteInspectOptions,
+  ReadWriteNodeInspection,
+  SemaphoreInspection,
+  SemaphoreInspectOptions,
+  SemaphoreNodeInspection,
+} from './inspection/inspect-options.js';
 export { Redlock } from './redlock.js';
 export { monotonicClock, type Clock } from './util/clock.js';
 export type { WaitContext, WaitStrategy } from './config/wait-strategy.js';

@@ -121,10 +121,18 @@ return redis.call('EXISTS', KEYS[1], ARGV[1])`;
       'fence',
       'fenced-write',
       'inspect',
+      'inspect-permits',
+      'inspect-rw',
       'keep',
+      'permit-acquire',
+      'permit-extend',
+      'permit-release',
       'recreate',
       'release',
       'release (cluster)',
+      'rw-acquire',
+      'rw-extend',
+      'rw-release',
     ]);
     const called = new Set(
       all.flatMap(({ script }) =>

@@ -52,6 +52,9 @@ describe('shutdown with semaphores and read/write locks', () => {
         );
         expect(keys.filter((k) => !k.includes('exports#permit-'))).toEqual(
           [
+            // The semaphore's mark and holders, the readers' mark and set.
+            `${keyPrefix}exports`,
+            `${metaPrefix}ph:${keyPrefix}exports`,
             `${keyPrefix}catalogue`,
             `${metaPrefix}rd:${keyPrefix}catalogue`,
             `${keyPrefix}orders`,
@@ -94,6 +97,7 @@ describe('shutdown with semaphores and read/write locks', () => {
         expect(keys).toEqual(
           [
             `${t.prefix}catalogue`,
+            `${t.prefix}exports`,
             `${t.prefix}exports#permit-0`,
             `${t.prefix}exports#permit-1`,
           ].sort(),

@@ -102,6 +102,9 @@ export const SLOT_RULES: ReadonlyMap<string, SlotRule> = new Map([
   ['rw-acquire', oneSlot(() => 3)],
   ['rw-extend', allOrNothingOf(3)],
   ['rw-release', releasedOf(3)],
+  // One resource's keys (inspect() of a semaphore, of a read/write lock).
+  ['inspect-permits', oneSlot(() => 1)],
+  ['inspect-rw', oneSlot(() => 1)],
 ]);
 
 /** The rule of `script`, or an error for one that cannot be split. */

@@ -62,11 +62,7 @@ export async function inspect(
   resource: string,
   timeoutMs = HEALTH_TIMEOUT_MS,
 ): Promise<LockInspection> {
-  if (typeof resource !== 'string' || resource.length === 0)
-    throw new RedlockConfigError(
-      'resource',
-      `must be a non-empty string, got ${show(resource)}`,
-    );
+  checkResource(resource);
   requirePositive('timeoutMs', timeoutMs);
   const { metaPrefix } = ctx.config;
   const key = ctx.config.keyOf(resource);
@@ -114,6 +110,16 @@ export async function inspect(
     : { resource, key, held: true, holder: holderOf(ctx, held), nodes };
 }
 
-function holderOf(ctx: RedlockContext, value: string): LockHolder {
+/** Refuses a resource `inspect` cannot name. */
+export function checkResource(resource: unknown): void {
+  if (typeof resource !== 'string' || resource.length === 0)
+    throw new RedlockConfigError(
+      'resource',
+      `must be a non-empty string, got ${show(resource)}`,
+    );
+}
+
+/** Whose a lock value is: a lock this instance handed out and holds, or another's. */
+export function holderOf(ctx: RedlockContext, value: string): LockHolder {
   return ctx.held.holds(value) ? 'this-instance' : 'other';
 }
