@@ -94,8 +94,12 @@ export const SLOT_RULES: ReadonlyMap<string, SlotRule> = new Map([
   ['recreate', allOrNothing],
   ['release', deletedKeys],
   ['fence', fence],
-  // Resource keys, slot keys, holders (and counters with fencing).
-  ['permit-acquire', oneSlot((args) => (String(args[3]) === '1' ? 4 : 3))],
+  // Extend, release: resource keys, slot keys, holders.
+  // Resource keys, holders, c candidate slots (and counters with fencing).
+  [
+    'permit-acquire',
+    oneSlot((args) => 2 + Number(args[4]) + (String(args[3]) === '1' ? 1 : 0)),
+  ],
   ['permit-extend', allOrNothingOf(3)],
   ['permit-release', releasedOf(3)],
   // Lock keys, readers, writer intents.

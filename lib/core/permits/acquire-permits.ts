@@ -100,12 +100,11 @@ async function permitRounds(
   let attempts = 0;
   let last: PermitAttempt | undefined;
   for (;;) {
-    const candidates = resources.map((r) => book.candidates(r));
-    const rounds = Math.min(...candidates.map((c) => c.length));
-    for (let k = 0; k < rounds; k++) {
+    for (const candidates of attemptsOf(
+      resources.map((r) => book.candidates(r)),
+    )) {
       const stop = stopReason(ctx, resources, attempts, signal);
       if (stop !== undefined) throw stop;
-      const slots = candidates.map((c) => c[k]);
       attempts++;
       const attempt = attemptPermits(
         ctx,
@@ -113,24 +112,31 @@ async function permitRounds(
         host.permitScripts,
         call,
         permits,
-        slots,
+        candidates,
       );
       ctx.active.set(attempt, timing.nodeTimeout);
       last = await attempt.finally(() => ctx.active.delete(attempt));
-      if (last.lock) {
+      if (last.lock && last.slots) {
         const late = stopReason(ctx, resources, attempts, signal);
         if (late !== undefined) {
           await last.lock.release();
           throw late;
         }
         ctx.held.add(last.lock);
-        book.hold(resources, slots, last.lock);
+        book.hold(resources, last.slots, last.lock);
         count(ctx, attempts > 1);
         return last.lock;
       }
-      // One resource: its slot is the one refused, for the lease reported.
+      // One resource: every candidate was refused, the first to free in
+      // the lease reported (holders often release sooner: noted for no
+      // longer than a poll, an order of trying, not a ban).
       if (resources.length === 1 && last.holderTtl !== undefined)
-        book.busy(resources[0], slots[0], last.holderTtl);
+        for (const slot of candidates[0])
+          book.busy(
+            resources[0],
+            slot,
+            Math.min(last.holderTtl, timing.retryDelay + timing.retryJitter),
+          );
     }
     const remaining = giveUpAt - ctx.clock.now();
     // tryAcquire(): null when busy (also when this process holds every
@@ -168,5 +174,27 @@ function gaveUp(
     reason,
     last ? votesOf(last.ballots) : [],
     last?.holderTtl ?? call.timing.ttl,
+  );
+}
+
+/** Most candidate slots one attempt sends for a single resource: each is a key on every node. */
+export const CANDIDATES_PER_ATTEMPT = 32;
+
+/**
+ * The attempts of one round, from each resource's candidate slots: for
+ * one resource, its candidates in one attempt (each node takes the first
+ * free one), by {@link CANDIDATES_PER_ATTEMPT}; for several, one candidate
+ * of each per attempt, as many attempts as the shortest list.
+ */
+function attemptsOf(candidates: number[][]): number[][][] {
+  if (candidates.length === 1) {
+    const out: number[][][] = [];
+    for (let i = 0; i < candidates[0].length; i += CANDIDATES_PER_ATTEMPT)
+      out.push([candidates[0].slice(i, i + CANDIDATES_PER_ATTEMPT)]);
+    return out;
+  }
+  const rounds = Math.min(...candidates.map((c) => c.length));
+  return Array.from({ length: rounds }, (_, k) =>
+    candidates.map((c) => [c[k]]),
   );
 }

@@ -52,23 +52,25 @@ export class PermitBook {
   }
 
   /**
-   * The slots of `resource` worth trying now, starting at a random one so
-   * that callers spread over the slots: neither held in this process nor
-   * known to be held elsewhere.
+   * The slots of `resource` to try, starting at a random one so that
+   * callers spread over the slots: those this process does not hold, the
+   * ones not known to be held elsewhere first (an attempt for one resource
+   * sends them all, and each node takes the first free one).
    */
   candidates(resource: string): number[] {
     const entry = this.slots.get(resource);
     if (!entry) return [];
     const now = this.clock.now();
     const start = Math.floor(Math.random() * entry.permits);
-    const slots: number[] = [];
+    const fresh: number[] = [];
+    const busy: number[] = [];
     for (let k = 0; k < entry.permits; k++) {
       const slot = (start + k) % entry.permits;
       if (entry.held.get(slot)?.isHeld) continue;
-      if ((entry.busyUntil.get(slot) ?? -Infinity) > now) continue;
-      slots.push(slot);
+      if ((entry.busyUntil.get(slot) ?? -Infinity) > now) busy.push(slot);
+      else fresh.push(slot);
     }
-    return slots;
+    return fresh.concat(busy);
   }
 
   /** When the first slot of `resource` known to be held elsewhere frees at the latest (clock ms). */

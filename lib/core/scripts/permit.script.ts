@@ -11,12 +11,10 @@ export function permitsMark(permits: number): string {
 }
 
 /**
- * Shared by the permit scripts. KEYS, column by column (as a Cluster node
- * splits keys by slot), for the m resources of a lock: their resource keys
- * `k`, the permit slot keys `s` taken (`<k>#permit-<i>`, in `k`'s hash
- * slot), their holders `h` (a sorted set of the holders' values scored by
- * the node time, in ms, at which each lease ends), then with fencing their
- * token counters. The resource key holds the mark for as long as the last
+ * Shared by the permit scripts. A resource `k` used as a semaphore has
+ * permit slot keys `<k>#permit-<i>` (in `k`'s hash slot) and holders (a
+ * sorted set of the holders' values scored by the node time, in ms, at
+ * which each lease ends). `k` holds the mark for as long as the last
  * holder, and goes with it.
  */
 const PERMIT_LUA = `
@@ -39,9 +37,10 @@ const ACQUIRE_LUA =
   PERMIT_LUA +
   `
 local value, ttl, mark = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local fencing = ARGV[4] == '1'
-local m = #KEYS / 3
-if fencing then m = #KEYS / 4 end
+local fencing, c = ARGV[4] == '1', tonumber(ARGV[5])
+local m = #KEYS / (2 + c)
+if fencing then m = #KEYS / (3 + c) end
+local choice = {}
 for j = 1, m do
   local cur = redis.call('GET', KEYS[j])
   if cur and cur ~= mark then
@@ -49,35 +48,53 @@ for j = 1, m do
     if string.sub(cur, 1, 1) ~= '~' then cur = '' end
     return {-3, cur, j}
   end
-  local held = redis.call('GET', KEYS[m + j])
-  if held and held ~= value then
-    return -2 - math.max(0, redis.call('PTTL', KEYS[m + j]))
+  local shortest
+  for t = 1, c do
+    local s = KEYS[(1 + t) * m + j]
+    local held = redis.call('GET', s)
+    if not held or held == value then
+      choice[j] = t
+      break
+    end
+    local left = math.max(0, redis.call('PTTL', s))
+    if not shortest or left < shortest then shortest = left end
   end
+  if not choice[j] then return -2 - shortest end
 end
 for j = 1, m do
-  redis.call('SET', KEYS[m + j], value, 'PX', ttl)
-  redis.call('ZADD', KEYS[2 * m + j], now + ttl, value)
-  keepMark(KEYS[j], KEYS[2 * m + j], mark)
+  redis.call('SET', KEYS[(1 + choice[j]) * m + j], value, 'PX', ttl)
+  redis.call('ZADD', KEYS[m + j], now + ttl, value)
+  keepMark(KEYS[j], KEYS[m + j], mark)
 end
-if not fencing then return 1 end
-local reply = {1, 0}
-for j = 1, m do
-  reply[j + 2] = redis.call('GET', KEYS[3 * m + j]) or '0'
+local reply = {1, choice[1]}
+if fencing then
+  for j = 1, m do
+    reply[j + 2] = redis.call('GET', KEYS[(2 + c) * m + j]) or '0'
+  end
 end
 return reply
 `;
 
 /**
- * Takes one permit slot of each resource of a call on one node, all or
- * nothing: each slot key as a mutex's key is taken (free, or already
- * ours), so a slot has one holder over the quorum as a mutex has. The
- * resource key holds the mark while any permit lives, so other shapes are
- * kept out. ARGV[1]: the lock value, ARGV[2]: the lease in ms, ARGV[3]:
- * the mark (`~permits:<n>`), ARGV[4]: `1` with fencing.
- * Returns `1` when granted (with fencing `{1, 0, counter1, ...}`, as the
- * mutex's acquire script); `-2 - pttl` when the slot is held by another
- * value; `{-3, mark, j}` when resource `j`'s key holds another shape (its
- * mark, or `""` for a mutex or a writer).
+ * Takes a permit slot of each resource of a call on one node, all or
+ * nothing: for each resource, the first of its `c` candidate slots that is
+ * free (or already ours), taken as a mutex's key is, so a slot has one
+ * holder over the quorum as a mutex has. The resource key holds the mark
+ * while any permit lives, so other shapes are kept out.
+ *
+ * KEYS, column by column (as a Cluster node splits keys by slot), for the
+ * m resources: their resource keys, their holders, then the candidate slot
+ * keys (`<key>#permit-<i>`, in the resource key's hash slot), `c` columns
+ * in the order to try, then with fencing their token counters. ARGV[1]:
+ * the lock value, ARGV[2]: the lease in ms, ARGV[3]: the mark
+ * (`~permits:<n>`), ARGV[4]: `1` with fencing, ARGV[5]: `c`.
+ * Returns `{1, t, counter1, ...}` when granted: `t` the candidate taken for
+ * the first resource (1-based; the caller sends several candidates only
+ * for one resource), the counters with fencing (as the mutex's acquire
+ * script); `-2 - pttl` when every candidate of a resource is held by
+ * another value (`pttl`: the shortest lease left); `{-3, mark, j}` when
+ * resource `j`'s key holds another shape (its mark, or `""` for a mutex or
+ * a writer).
  */
 export const PERMIT_ACQUIRE_SCRIPT = defineScript(
   'permit-acquire',
@@ -87,7 +104,8 @@ export const PERMIT_ACQUIRE_SCRIPT = defineScript(
 /**
  * Sets a permit lock's lease again on one node, all or nothing, only where
  * each slot key still holds our value (never brought back), and the mark's
- * with it. KEYS: as the acquire's, without counters. ARGV[1]: the lock
+ * with it. KEYS, column by column: the resource keys, the slot keys held,
+ * the holders (see PERMIT_LUA). ARGV[1]: the lock
  * value, ARGV[2]: the lease in ms, ARGV[3]: the mark. Returns 1 or 0.
  */
 export const PERMIT_EXTEND_SCRIPT = defineScript(
@@ -111,8 +129,8 @@ return 1
 
 /**
  * Deletes a permit lock's slot keys on one node where they hold our value
- * (compare-and-delete), and its holder entries; the mark goes with the
- * last holder. KEYS: as the extend's. ARGV[1]: the lock value. Returns how
+ * (compare-and-delete), with their holder entries; the mark goes with the
+ * last holder (an entry whose slot expired lapses with its lease). KEYS: as the extend's. ARGV[1]: the lock value. Returns how
  * many slots it deleted.
  */
 export const PERMIT_RELEASE_SCRIPT = defineScript(
@@ -122,12 +140,14 @@ export const PERMIT_RELEASE_SCRIPT = defineScript(
 local m = #KEYS / 3
 local deleted = 0
 for j = 1, m do
+  -- The holder entry goes with the slot: a failed attempt's take-back of
+  -- the candidates a node took while another node took the chosen one
+  -- must not drop the entry of the slot held.
   if redis.call('GET', KEYS[m + j]) == ARGV[1] then
     redis.call('DEL', KEYS[m + j])
     deleted = deleted + 1
-  end
-  local h = KEYS[2 * m + j]
-  if redis.call('ZREM', h, ARGV[1]) == 1 then
+    local h = KEYS[2 * m + j]
+    redis.call('ZREM', h, ARGV[1])
     local cur = redis.call('GET', KEYS[j])
     if cur and string.sub(cur, 1, 9) == '~permits:' then
       keepMark(KEYS[j], h, cur)
