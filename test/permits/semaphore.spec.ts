@@ -9,6 +9,8 @@ import {
 import { inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
 import { closeAll } from '../utils/nodes.js';
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 // A counting semaphore (`permits`) on the three quorum nodes: at most
 // `permits` holders at once across instances (each one a process of its
 // own, as far as the lock can tell), a permit freed in the process wakes a
@@ -203,5 +205,27 @@ describe('semaphore (permits) on real nodes', () => {
       /held or acquired as a mutex or a read\/write lock's writer by another process/,
     );
     await mutex.release();
+  });
+
+  it("gives up at once with the signal's reason when the caller aborts while it waits", async () => {
+    const r = make();
+    const held = await make().acquire('aborted', { permits: 1 });
+    const controller = new AbortController();
+    const waiting = r
+      .acquire('aborted', {
+        permits: 1,
+        waitTimeout: 10_000,
+        retryDelay: 5000,
+        retryJitter: 0,
+        signal: controller.signal,
+      })
+      .catch((e: unknown) => e);
+    await sleep(50);
+    const reason = new Error('caller gone');
+    const started = performance.now();
+    controller.abort(reason);
+    expect(await waiting).toBe(reason);
+    expect(performance.now() - started).toBeLessThan(1000);
+    await held.release();
   });
 });

@@ -209,4 +209,25 @@ describe('read/write lock (mode) on real nodes', () => {
     await both.release();
     expect(await keysOf('multi-a')).toEqual(admin.map(() => []));
   });
+
+  it("gives up at once with the signal's reason when the caller aborts while it waits", async () => {
+    const held = await make().acquire('aborted', { mode: 'write' });
+    const controller = new AbortController();
+    const waiting = make()
+      .acquire('aborted', {
+        mode: 'read',
+        waitTimeout: 10_000,
+        retryDelay: 5000,
+        retryJitter: 0,
+        signal: controller.signal,
+      })
+      .catch((e: unknown) => e);
+    await sleep(50);
+    const reason = new Error('caller gone');
+    const started = performance.now();
+    controller.abort(reason);
+    expect(await waiting).toBe(reason);
+    expect(performance.now() - started).toBeLessThan(1000);
+    await held.release();
+  });
 });
