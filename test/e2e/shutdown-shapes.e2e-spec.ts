@@ -1,12 +1,22 @@
 import { Injectable } from '@nestjs/common';
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Locked, LockService, Redlock } from 'nestjs-redlock';
 import { createApp } from '../fixtures/create-app.js';
+import { libraryScripts } from '../utils/declared-keys-check.js';
 import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
 
 const admin = inspect(quorumUrls());
 afterAll(() => closeAll(admin));
+// Every script cached on every node, as in a deployment that has run a
+// while: on fresh servers a node's first EVALSHA of a script answers
+// NOSCRIPT and its EVAL follows, after a quorum may have settled the
+// release; quit() can close the connection before it (a case of its own,
+// for a mutex as well).
+beforeAll(async () => {
+  for (const { script } of await libraryScripts())
+    await Promise.all(admin.map((c) => c.script('LOAD', script.source)));
+});
 
 /** Every key under `prefixes` on each node (lock keys, readers, intents, slots). */
 async function keysUnder(...prefixes: string[]): Promise<string[][]> {

@@ -94,7 +94,7 @@ describe('lock shapes in events and OpenTelemetry', () => {
     return metric?.dataPoints ?? [];
   }
 
-  it('puts permits on the acquire, attempt, extend and release messages and spans of a semaphore', async () => {
+  it('puts permits on the acquire, extend and release messages and spans of a semaphore', async () => {
     const r = make();
     const acquires: AcquireMessage[] = [];
     const onAcquire = {
@@ -106,23 +106,17 @@ describe('lock shapes in events and OpenTelemetry', () => {
     };
     const acquireChannel = tracingChannel(REDLOCK_CHANNELS.acquire);
     acquireChannel.subscribe(onAcquire);
-    const { messages } = await heard([REDLOCK_CHANNELS.attempt], async () => {
+    try {
       const lock = await r.acquire('psp', { permits: 3 });
+      expect(lock.resources[0]).toMatch(/^psp#permit-[0-2]$/);
       await lock.extend();
       await lock.release();
-    }).finally(() => acquireChannel.unsubscribe(onAcquire));
+    } finally {
+      acquireChannel.unsubscribe(onAcquire);
+    }
     expect(acquires).toHaveLength(1);
     expect(acquires[0]).toMatchObject({ resources: ['psp'], permits: 3 });
     expect(acquires[0]).not.toHaveProperty('mode');
-    const attempts = messages.get(REDLOCK_CHANNELS.attempt) as {
-      resources: string[];
-      permits?: number;
-    }[];
-    expect(attempts.length).toBeGreaterThanOrEqual(1);
-    for (const attempt of attempts) {
-      expect(attempt.permits).toBe(3);
-      expect(attempt.resources[0]).toMatch(/^psp#permit-[0-2]$/);
-    }
     const spans = exporter.getFinishedSpans();
     for (const name of ['redlock.acquire', 'redlock.extend', 'redlock.release'])
       expect(
@@ -135,7 +129,7 @@ describe('lock shapes in events and OpenTelemetry', () => {
     ).toBeUndefined();
   });
 
-  it('counts a semaphore’s acquisitions, holds and node answers under redlock.permits, and its held permits back to 0', async () => {
+  it('counts a semaphore’s acquisitions, waits and holds under redlock.permits, and its held permits back to 0', async () => {
     const r = make();
     const locks = await Promise.all(
       [0, 1].map(() => r.acquire('counted', { permits: 2 })),
@@ -149,7 +143,6 @@ describe('lock shapes in events and OpenTelemetry', () => {
         (p) => semaphore(p) && p.attributes['redlock.outcome'] === 'acquired',
       )?.value,
     ).toBeGreaterThanOrEqual(2);
-    expect((await points('redlock.node.duration')).some(semaphore)).toBe(true);
     expect((await points('redlock.wait.duration')).some(semaphore)).toBe(true);
     await Promise.all(locks.map((l) => l.release()));
     expect((await points('redlock.locks.held')).find(semaphore)?.value).toBe(0);
@@ -194,6 +187,48 @@ describe('lock shapes in events and OpenTelemetry', () => {
       'redlock.permits': 1,
       'error.type': LockExtendError.name,
     });
+  });
+
+  it('puts mode on a read/write lock’s spans, its not-acquired and its metrics, held back to 0 per side', async () => {
+    const [r, other] = [make(), make()];
+    const read = await r.acquire('doc', { mode: 'read' });
+    const { messages } = await heard(
+      [REDLOCK_CHANNELS.notAcquired],
+      async () => {
+        const refused = await other
+          .acquire('doc', { mode: 'write', waitTimeout: 0, nodeTimeout: 2000 })
+          .catch((e: unknown) => e);
+        expect(refused).toMatchObject({ reason: 'busy' });
+      },
+    );
+    expect(messages.get(REDLOCK_CHANNELS.notAcquired)).toEqual([
+      expect.objectContaining({ resources: ['doc'], mode: 'write' }),
+    ]);
+    const side = (mode: string) => (p: DataPoint<unknown>) =>
+      p.attributes['redlock.mode'] === mode;
+    expect((await points('redlock.locks.held')).find(side('read'))?.value).toBe(
+      1,
+    );
+    await read.extend();
+    await read.release();
+    const write = await other.acquire('doc', { mode: 'write' });
+    await write.release();
+    const spans = exporter.getFinishedSpans();
+    const modes = (name: string) =>
+      spans
+        .filter((s) => s.name === name)
+        .map((s) => s.attributes['redlock.mode']);
+    expect(modes('redlock.acquire').sort()).toEqual(['read', 'write', 'write']);
+    expect(modes('redlock.extend')).toEqual(['read']);
+    expect(modes('redlock.release').sort()).toEqual(['read', 'write']);
+    const held = await points('redlock.locks.held');
+    expect(held.find(side('read'))?.value).toBe(0);
+    expect(held.find(side('write'))?.value).toBe(0);
+    expect(
+      (await points('redlock.acquisitions')).find(
+        (p) => side('write')(p) && p.attributes['redlock.outcome'] === 'busy',
+      )?.value,
+    ).toBe(1);
   });
 
   it('leaves a mutex’s messages, spans and metrics without a shape', async () => {

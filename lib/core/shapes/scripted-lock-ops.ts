@@ -6,7 +6,10 @@ import { poll, votesOf, type Ballot } from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
 import { settleExtension } from '../operations/extend.js';
 import type { LuaScript, ScriptCall } from '../scripts/index.js';
+import { channels } from '../events/channels.js';
+import { traceExtend, traceRelease } from '../operations/trace.js';
 import { awaitedByQuit } from '../util/awaited-by-quit.js';
+import { shapedLocks } from './shaped-locks.js';
 
 /** A script run, as a poll sends it to every node. */
 export type ScriptRun = ScriptCall & { readonly script: LuaScript };
@@ -57,12 +60,24 @@ export function scriptedLockOperations(
     wake(lock);
     return result;
   };
+  // Its shape on the lock, for its events (extend, release, lost), and
+  // each under its TracingChannel as a mutex's is.
+  const shaped = (lock: Lock) => (lock.shape ??= shapedLocks.get(lock));
   return {
     clock: ctx.clock,
-    extendLock: (lock, ttl) => extend(ctx, scripts, lock, ttl),
+    extendLock: (lock, ttl) => {
+      shaped(lock);
+      const run = () => extend(ctx, scripts, lock, ttl);
+      return channels.extend.hasSubscribers
+        ? traceExtend(lock, ttl, run)
+        : run();
+    },
     releaseLock: (lock) => {
       ctx.held.delete(lock);
-      return awaitedByQuit(ctx, release(ctx, scripts, lock)).then(after(lock));
+      shaped(lock);
+      const run = () =>
+        awaitedByQuit(ctx, release(ctx, scripts, lock)).then(after(lock));
+      return channels.release.hasSubscribers ? traceRelease(lock, run) : run();
     },
     leaveLock: (lock, ms) => {
       ctx.held.delete(lock);
