@@ -159,7 +159,13 @@ function takePermits(
     else wait = Math.max(wait, store.remaining(slots.map(config.keyOf), now));
   }
   if (names.length < call.resources.length) return { holderTtl: wait };
-  const slotCall = { ...call, resources: names, keys: names.map(config.keyOf) };
+  const slotCall = {
+    ...call,
+    resources: names,
+    keys: names.map(config.keyOf),
+    // Tokens rise over every permit holder of a resource.
+    counters: call.keys,
+  };
   return store.take(host.ops, slotCall, now)!;
 }
 

@@ -12,6 +12,8 @@ export interface MemoryCall {
   readonly fencing: boolean;
   /** A semaphore's permits or a read/write side, for the lock's events. */
   readonly shape?: LockShape;
+  /** Whose fencing counter each key draws from (a permit slot: its resource's); default the keys. */
+  readonly counters?: readonly string[];
 }
 
 /** A lock key as a Redis node would keep it: its holder and when it expires. */
@@ -142,7 +144,10 @@ export class MemoryStore {
     if (call.fencing)
       (lock as { fencingTokens?: ReadonlyMap<string, string> }).fencingTokens =
         new Map(
-          call.resources.map((r, i) => [r, this.nextToken(call.keys[i])]),
+          call.resources.map((r, i) => [
+            r,
+            this.nextToken((call.counters ?? call.keys)[i]),
+          ]),
         );
     return lock;
   }

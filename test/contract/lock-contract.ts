@@ -480,6 +480,22 @@ export function describeLockContract(
         await both.release();
       });
 
+      it('fencing tokens of a semaphore rise over every permit holder of the resource, whatever the slot', async () => {
+        const first = await locks.acquire('fp', { permits: 2, fencing: true });
+        const second = await locks.acquire('fp', { permits: 2, fencing: true });
+        expect(second.resources).not.toEqual(first.resources);
+        expect(
+          compareFencingTokens(second.fencingToken!, first.fencingToken!),
+        ).toBeGreaterThan(0);
+        await first.release();
+        const third = await locks.acquire('fp', { permits: 2, fencing: true });
+        expect(third.resources).toEqual(first.resources);
+        expect(
+          compareFencingTokens(third.fencingToken!, second.fencingToken!),
+        ).toBeGreaterThan(0);
+        await Promise.all([second.release(), third.release()]);
+      });
+
       it("onNotAcquired 'skip' skips while every permit is held", async () => {
         const held = [
           await locks.acquire('sem-cron', { permits: 2 }),
