@@ -31,7 +31,7 @@ export interface RedlockContext extends ContentionHost {
   readonly stats: RedlockStats;
   /** Set by `quit()`: waiting acquires give up, new ones are refused (read-only to contention). */
   closed: boolean;
-  /** Pending `ready()` waits: `quit()` ends them rather than leave their timers. */
+  /** Pending `ready()` waits and semaphore and read/write waits: `quit()` ends them rather than leave their timers. */
   readonly readyWaits: Set<() => void>;
   /**
    * Acquires talking to the nodes, each with its node timeout: `quit()` lets

@@ -7,7 +7,7 @@ import {
   type Lock,
 } from 'nestjs-redlock';
 import { inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
-import { closeAll } from '../utils/nodes.js';
+import { closeAll, flushed } from '../utils/nodes.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -62,6 +62,8 @@ describe('semaphore (permits) on real nodes', () => {
     const locks = await Promise.all(
       [0, 1].map(() => r.acquire('slots', { permits: 2 })),
     );
+    // Every node has answered (an acquire settles at a quorum).
+    await flushed(r);
     const names = locks.flatMap((l) => l.resources).sort();
     expect(names).toEqual(['slots#permit-0', 'slots#permit-1']);
     // The resource's key marks it a semaphore of 2 while permits live.
@@ -76,6 +78,7 @@ describe('semaphore (permits) on real nodes', () => {
     // Every permit held: a third caller is refused without waiting.
     expect(await r.tryAcquire('slots', { permits: 2 })).toBeNull();
     await Promise.all(locks.map((l) => l.release()));
+    await flushed(r);
     for (const client of admin)
       expect(await client.keys(`${keyPrefix}slots*`)).toEqual([]);
   });
@@ -88,6 +91,8 @@ describe('semaphore (permits) on real nodes', () => {
       .acquire('full', { permits: 1, waitTimeout: 150, nodeTimeout: 2000 })
       .catch((e: unknown) => e);
     await held.release();
+    await flushed(holder);
+    await flushed(other);
     expect(error).toBeInstanceOf(LockNotAcquiredError);
     expect(error).toMatchObject({ resources: ['full'], reason: 'busy' });
     expect((error as LockNotAcquiredError).retryAfter).toBeGreaterThan(5000);
@@ -192,9 +197,12 @@ describe('semaphore (permits) on real nodes', () => {
     // A mutex elsewhere meets the mark as it meets any holder.
     expect(await b.tryAcquire('remote-shape')).toBeNull();
     // No key of the refused calls is left behind.
+    await flushed(a);
+    await flushed(b);
     for (const client of admin)
       expect((await client.keys(`${keyPrefix}remote-shape*`)).length).toBe(2);
     await held.release();
+    await flushed(a);
     // The mark goes with the last permit: any shape may be used again.
     for (const client of admin)
       expect(await client.keys(`${keyPrefix}remote-shape*`)).toEqual([]);

@@ -1,10 +1,16 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { LockShapeError, Redlock, RedlockConfigError } from 'nestjs-redlock';
-import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
+import {
+  closeAll,
+  flushed,
+  inspect,
+  quorumUrls,
+  uniquePrefix,
+} from '../utils/nodes.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-// Read/write locks (`mode`) on the three quorum nodes: readers together,
+// Read/write locks (`mode`) on the quorum nodes: readers together,
 // a writer alone, a writer not starved by a stream of readers, and the
 // keys each leaves (none once released).
 describe('read/write lock (mode) on real nodes', () => {
@@ -83,6 +89,8 @@ describe('read/write lock (mode) on real nodes', () => {
     const b = make();
     const r1 = await a.acquire('marked', { mode: 'read' });
     const r2 = await b.acquire('marked', { mode: 'read' });
+    await flushed(a);
+    await flushed(b);
     for (const client of admin) {
       expect(await client.get(`${keyPrefix}marked`)).toBe('~readers');
       expect(await client.zcard(`${metaPrefix}rd:${keyPrefix}marked`)).toBe(2);
@@ -92,11 +100,13 @@ describe('read/write lock (mode) on real nodes', () => {
     expect(await other.tryAcquire('marked')).toBeNull();
     expect(await other.tryAcquire('marked', { mode: 'write' })).toBeNull();
     await r1.release();
+    await flushed(a);
     // The second reader still holds: every node keeps the mark.
     expect(
       await Promise.all(admin.map((c) => c.get(`${keyPrefix}marked`))),
     ).toEqual(admin.map(() => '~readers'));
     await r2.release();
+    await flushed(b);
     expect(await keysOf('marked')).toEqual(admin.map(() => []));
   });
 
@@ -131,6 +141,8 @@ describe('read/write lock (mode) on real nodes', () => {
     await write.release();
     stop = true;
     await Promise.all(stream);
+    await flushed(readerSide);
+    await flushed(writerSide);
     // A few read holds (40 ms), not the whole stream: without the writer's
     // intent this wait took seconds, or the whole wait timeout.
     expect(waited).toBeLessThan(1000);
@@ -148,6 +160,7 @@ describe('read/write lock (mode) on real nodes', () => {
       .acquire('given-up', { mode: 'write', waitTimeout: 100 })
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ reason: 'busy', resources: ['given-up'] });
+    await flushed(writer);
     for (const client of admin)
       expect(await client.exists(`${metaPrefix}wi:${keyPrefix}given-up`)).toBe(
         0,
@@ -202,11 +215,14 @@ describe('read/write lock (mode) on real nodes', () => {
     expect(
       await r.tryAcquire(['multi-a', 'multi-b'], { mode: 'read' }),
     ).toBeNull();
+    await flushed(r);
     expect(await keysOf('multi-b')).toEqual(admin.map(() => []));
     await w.release();
     const both = await r.acquire(['multi-a', 'multi-b'], { mode: 'read' });
     expect([...both.resources]).toEqual(['multi-a', 'multi-b']);
     await both.release();
+    await flushed(r);
+    await flushed(other);
     expect(await keysOf('multi-a')).toEqual(admin.map(() => []));
   });
 
@@ -228,6 +244,27 @@ describe('read/write lock (mode) on real nodes', () => {
     controller.abort(reason);
     expect(await waiting).toBe(reason);
     expect(performance.now() - started).toBeLessThan(1000);
+    await held.release();
+  });
+
+  it('leaves no writer intent behind when quit() ends a waiting writer', async () => {
+    const reader = make();
+    const writer = new Redlock({
+      clients: quorumUrls(),
+      keyPrefix,
+      metaPrefix,
+    });
+    const held = await reader.acquire('quitting', { mode: 'read' });
+    const waiting = writer
+      .acquire('quitting', { mode: 'write', waitTimeout: 10_000 })
+      .catch((e: unknown) => e);
+    const intent = `${metaPrefix}wi:${keyPrefix}quitting`;
+    while ((await admin[0].exists(intent)) === 0) await sleep(5);
+    await writer.quit();
+    expect(await waiting).toMatchObject({ reason: 'closed' });
+    expect(await Promise.all(admin.map((c) => c.exists(intent)))).toEqual(
+      admin.map(() => 0),
+    );
     await held.release();
   });
 });

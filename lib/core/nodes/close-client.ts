@@ -34,6 +34,7 @@ export async function closeClient(client: Redis): Promise<void> {
   );
   try {
     if (client.status === 'ready') {
+      await drained(client, expire);
       const answered = await Promise.race([
         client.quit().then(
           () => true,
@@ -52,4 +53,20 @@ export async function closeClient(client: Redis): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Waits until `client` has no command waiting for a reply, or `expire`:
+ * a script run by SHA that meets NOSCRIPT (a node restarted, or a script
+ * first used) is sent again with its source once that reply arrives; a
+ * QUIT sent before would turn the retry away, and a release settled at a
+ * quorum would leave its key on that node for the whole lease.
+ */
+async function drained(client: Redis, expire: Promise<false>): Promise<void> {
+  const queue = (client as unknown as { commandQueue?: { length: number } })
+    .commandQueue;
+  let expired = false;
+  void expire.then(() => (expired = true));
+  while (!expired && (queue?.length ?? 0) > 0)
+    await new Promise((resolve) => setTimeout(resolve, 1));
 }

@@ -146,6 +146,9 @@ async function permitRounds(
       throw gaveUp(call, attempts, last);
     }
     if (remaining < 1) throw gaveUp(call, attempts, last);
+    // quit() or an abort while the attempt was out: no wait to start.
+    const stopped = stopReason(ctx, resources, attempts, signal);
+    if (stopped !== undefined) throw stopped;
     ctx.stats.retries++;
     // A poll: every slot is worth a new try after it, held elsewhere or not.
     const poll = timing.retryDelay + Math.random() * timing.retryJitter;
@@ -156,6 +159,7 @@ async function permitRounds(
       resources,
       Math.min(remaining, poll, leaseEnds + 1),
       signal,
+      ctx.readyWaits,
     );
     if (!woken) for (const r of resources) book.forgetBusy(r);
   }

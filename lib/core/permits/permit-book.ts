@@ -110,12 +110,14 @@ export class PermitBook {
 
   /**
    * Waits until a slot of one of `resources` is freed in this process, or
-   * `ms` pass, or `signal` aborts. Resolves `true` when woken by a release.
+   * `ms` pass, or `signal` aborts, or one of `stops` is called (`quit()`
+   * ends every wait at once). Resolves `true` when woken by a release.
    */
   waitForRelease(
     resources: readonly string[],
     ms: number,
     signal: AbortSignal | undefined,
+    stops: Set<() => void>,
   ): Promise<boolean> {
     return new Promise((resolve) => {
       const entries = resources
@@ -125,10 +127,12 @@ export class PermitBook {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         for (const entry of entries) entry.waiters.delete(wake);
+        stops.delete(onAbort);
         resolve(woken);
       };
       const wake = () => done(true);
       const onAbort = () => done(false);
+      stops.add(onAbort);
       const timer = setTimeout(done, Math.max(0, ms), false);
       signal?.addEventListener('abort', onAbort, { once: true });
       for (const entry of entries) entry.waiters.add(wake);

@@ -12,6 +12,7 @@ import { checkNoMutexHeld } from '../permits/acquire-permits.js';
 import { READ_WRITE_SHAPE, type ShapeBook } from '../shapes/shape-book.js';
 import { randomValue } from '../util/lock-value.js';
 import { rejected } from '../util/rejected.js';
+import { awaitedByQuit } from '../util/awaited-by-quit.js';
 import { checkOneSlot } from '../shapes/one-slot.js';
 import {
   sendScriptedRelease,
@@ -125,25 +126,33 @@ async function rwRounds(
         throw gaveUp(call, attempts, last);
       }
       if (remaining < 1) throw gaveUp(call, attempts, last);
+      // quit() or an abort while the attempt was out: no wait to start.
+      const stopped = stopReason(ctx, resources, attempts, signal);
+      if (stopped !== undefined) throw stopped;
       ctx.stats.retries++;
       const poll = timing.retryDelay + Math.random() * timing.retryJitter;
       await host.waiters.wait(
         resources,
         Math.min(remaining, poll, (last.holderTtl ?? Infinity) + 1),
         signal,
+        ctx.readyWaits,
       );
     }
   } finally {
     // A writer that gives up (or tries once) drops its intent, or readers
     // would wait for a writer that is gone until the intent lapses.
     if (mode === 'write' && attempts > 0 && !held)
-      await sendScriptedRelease(
+      // Before quit() closes the connections (it waits for this).
+      await awaitedByQuit(
         ctx,
-        host.rwScripts,
-        keys,
-        value,
-        false,
-        timing.nodeTimeout,
+        sendScriptedRelease(
+          ctx,
+          host.rwScripts,
+          keys,
+          value,
+          false,
+          timing.nodeTimeout,
+        ),
       );
   }
 }

@@ -17,16 +17,21 @@ export class RwWaiters {
     }
   }
 
-  /** Waits until woken for one of `resources`, `ms` pass, or `signal` aborts. */
+  /**
+   * Waits until woken for one of `resources`, `ms` pass, `signal` aborts,
+   * or one of `stops` is called (`quit()` ends every wait at once).
+   */
   wait(
     resources: readonly string[],
     ms: number,
     signal: AbortSignal | undefined,
+    stops: Set<() => void>,
   ): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
+        stops.delete(done);
         for (const resource of resources) {
           const set = this.waiting.get(resource);
           set?.delete(done);
@@ -36,6 +41,7 @@ export class RwWaiters {
       };
       const timer = setTimeout(done, Math.max(0, ms));
       signal?.addEventListener('abort', done, { once: true });
+      stops.add(done);
       for (const resource of resources) {
         let set = this.waiting.get(resource);
         if (!set) this.waiting.set(resource, (set = new Set()));
