@@ -8,16 +8,27 @@ import { startApp, type AppProcess } from './app-process.js';
 import { fireOrders } from './burst.js';
 import { demoRedis, type DemoRedis } from './redis-nodes.js';
 import { oversold, table, unaccounted, type RunReport } from './report.js';
+import { PSP_CONCURRENCY } from '../src/payments/psp-limit.js';
 import { buildOrders, SEED } from './scenario.js';
+import {
+  catalogueTable,
+  firePayments,
+  paymentsTable,
+  readWhileRepricing,
+} from './shapes.js';
 
 // Compiled to sample/dist/demo/demo.js; the repository root is three up.
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const ORDERS = Number(process.env.DEMO_ORDERS ?? 500);
 const CONCURRENCY = Number(process.env.DEMO_CONCURRENCY ?? 250);
+const PAYMENTS = Number(process.env.DEMO_PAYMENTS ?? 200);
+// The provider's limit in the sample app, the semaphore's permits.
+const PSP_PERMITS = PSP_CONCURRENCY;
 const DEADLINE_MS = 90_000;
 
 let redis: DemoRedis | undefined;
 let app: AppProcess | undefined;
+let replica: AppProcess | undefined;
 let interrupted = false;
 const prefix = `demo:${randomBytes(4).toString('hex')}:`;
 
@@ -44,7 +55,7 @@ async function main(): Promise<number> {
 
   console.log(`\n${table(runs)}\n`);
   const [, locked] = runs;
-  const ok =
+  const soldOk =
     oversold(locked) === 0 &&
     unaccounted(locked) === 0 &&
     locked.lowestStock >= 0 &&
@@ -53,14 +64,90 @@ async function main(): Promise<number> {
     for (const failure of r.burst.failures)
       console.log(`  ${r.title}: unexpected answer: ${failure}`);
   console.log(
-    ok
+    soldOk
       ? `With the lock: sold exactly the stock, never below 0. Without it: ${oversold(runs[0])} units oversold.`
       : 'FAILED: the locked run oversold, lost an update or had errors.',
   );
+
+  const shapesOk = await semaphoreAndReadWrite();
+  if (interrupted) return 130;
   console.log(
-    `Done in ${((performance.now() - started) / 1000).toFixed(1)} s.`,
+    `\nDone in ${((performance.now() - started) / 1000).toFixed(1)} s.`,
   );
-  return ok ? 0 : 1;
+  return soldOk && shapesOk ? 0 : 1;
+}
+
+/**
+ * Parts two and three, on two replicas of the app: payments to a provider
+ * that takes at most PSP_PERMITS calls at once, without and with
+ * `@Locked('psp', { permits })`; catalogue reads while it is repriced,
+ * without and with the read/write lock.
+ */
+async function semaphoreAndReadWrite(): Promise<boolean> {
+  replica = await startApp(`${ROOT}sample/dist/src/main.js`, {
+    REDIS_URLS: redis!.urls.join(','),
+    KEY_PREFIX: prefix,
+  });
+  const urls = [app!.baseUrl, replica.baseUrl];
+  console.log(
+    `\nPayments: ${PAYMENTS} payments over two replicas (${replica.baseUrl} too), ` +
+      `${Math.min(CONCURRENCY, PAYMENTS)} in flight, to a provider that takes ${PSP_PERMITS} calls at once`,
+  );
+  const payments = [];
+  for (const [title, limit] of [
+    ['without semaphore', 'off'],
+    [`permits: ${PSP_PERMITS}`, 'on'],
+  ] as const) {
+    if (interrupted) return false;
+    payments.push(
+      await firePayments(urls, title, limit, PAYMENTS, CONCURRENCY),
+    );
+  }
+  console.log(`\n${paymentsTable(payments)}\n`);
+  const [free, bounded] = payments;
+  const paymentsOk =
+    bounded.maxInFlight <= PSP_PERMITS &&
+    bounded.charged === PAYMENTS &&
+    bounded.failed === 0;
+  for (const r of payments)
+    for (const failure of r.failures)
+      console.log(`  ${r.title}: unexpected answer: ${failure}`);
+  console.log(
+    paymentsOk
+      ? `With the semaphore: at most ${bounded.maxInFlight} provider calls at once over both replicas (the limit is ${PSP_PERMITS}), none refused. Without it: ${free.maxInFlight} at once, ${free.refused} refused.`
+      : `FAILED: with the semaphore the provider saw ${bounded.maxInFlight} calls at once (limit ${PSP_PERMITS}), or payments failed.`,
+  );
+
+  console.log(
+    '\nCatalogue: 5 reprices of 50 items (one item at a time) while 16 clients read it',
+  );
+  const catalogue = [];
+  for (const [title, locking] of [
+    ['without lock', 'off'],
+    ['read/write lock', 'on'],
+  ] as const) {
+    if (interrupted) return false;
+    catalogue.push(
+      await readWhileRepricing(urls, title, locking, {
+        items: 50,
+        reprices: 5,
+        readers: 16,
+      }),
+    );
+  }
+  console.log(`\n${catalogueTable(catalogue)}\n`);
+  const [torn, guarded] = catalogue;
+  const catalogueOk =
+    guarded.torn === 0 && guarded.reprices === 5 && guarded.failed === 0;
+  for (const r of catalogue)
+    for (const failure of r.failures)
+      console.log(`  ${r.title}: unexpected answer: ${failure}`);
+  console.log(
+    catalogueOk
+      ? `With the read/write lock: ${guarded.reads} reads, none of a half-repriced catalogue. Without it: ${torn.torn} of ${torn.reads}.`
+      : 'FAILED: with the read/write lock a read saw a half-repriced catalogue, or calls failed.',
+  );
+  return paymentsOk && catalogueOk;
 }
 
 async function run(baseUrl: string, locking: 'on' | 'off'): Promise<RunReport> {
@@ -170,6 +257,8 @@ async function stats(baseUrl: string) {
 
 /** Stops the app and the Redis servers we started; removes our keys from Redis we were given. */
 async function cleanup(): Promise<void> {
+  await replica?.stop().catch(() => undefined);
+  replica = undefined;
   await app?.stop().catch(() => undefined);
   app = undefined;
   if (redis && process.env.REDIS_URLS) await removeKeys(redis.urls);

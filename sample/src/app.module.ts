@@ -2,10 +2,12 @@ import { Module, ValidationPipe } from '@nestjs/common';
 import { APP_PIPE } from '@nestjs/core';
 import { RedlockModule } from 'nestjs-redlock';
 import { ConfigModule, ConfigService } from '@nestjs/config';
+import { CatalogueModule } from './catalogue/catalogue.module.js';
 import { AppConfigModule } from './config/app-config.module.js';
 import { splitUrls, type Environment } from './config/environment.js';
 import { HealthModule } from './health/health.module.js';
 import { OrdersModule } from './orders/orders.module.js';
+import { PaymentsModule } from './payments/payments.module.js';
 import { StatsModule } from './stats/stats.module.js';
 import { StockModule } from './stock/stock.module.js';
 import { StoreModule } from './store/store.module.js';
@@ -31,6 +33,8 @@ import { StoreModule } from './store/store.module.js';
     }),
     StockModule,
     OrdersModule,
+    PaymentsModule,
+    CatalogueModule,
     HealthModule,
   ],
   providers: [

@@ -11,6 +11,7 @@ import {
   skuResource,
 } from '../../sample/src/stock/stock.repository.js';
 import { fireOrders, type OrderLine } from '../../sample/demo/burst.js';
+import { PSP_CONCURRENCY } from '../../sample/src/payments/psp.client.js';
 import { scanKeys } from '../../scripts/redis-nodes.mjs';
 import { closeAll, inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
 
@@ -346,5 +347,164 @@ describe('sample app: a SKU locked elsewhere', () => {
       await lock.release();
     }
     expect((await send(`${url}/stock/held`, 'GET')).body.quantity).toBe(4);
+  });
+
+  it('answers a payment 409 with the lock filter body while every permit of the provider is held, 201 once one frees', async () => {
+    const held = await Promise.all(
+      Array.from({ length: PSP_CONCURRENCY }, () =>
+        app
+          .get(LockService)
+          .acquire('psp', { permits: PSP_CONCURRENCY, ttl: 10_000 }),
+      ),
+    );
+    const payment = { orderId: 'late', amount: 1 };
+    try {
+      const busy = await send(`${url}/payments`, 'POST', payment);
+      expect(busy.status).toBe(409);
+      expect(busy.body).toMatchObject({
+        code: 'CONFLICT',
+        reason: 'busy',
+        resources: ['psp'],
+      });
+      expect(Number(busy.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      await held.pop()!.release();
+      expect((await send(`${url}/payments`, 'POST', payment)).status).toBe(201);
+    } finally {
+      await Promise.all(held.map((lock) => lock.release()));
+    }
+  });
+});
+
+describe('sample app: payments under a semaphore, the catalogue under a read/write lock (two replicas)', () => {
+  const prefix = uniquePrefix('sample');
+  const replicas: { app: INestApplication; url: string }[] = [];
+  let nodes: Redis[];
+
+  beforeAll(async () => {
+    // Two instances of the app on the same nodes and data: two replicas.
+    for (let i = 0; i < 2; i++) replicas.push(await bootSample(prefix, 20_000));
+    nodes = inspect(quorumUrls());
+  });
+  afterAll(async () => {
+    await Promise.all(replicas.map(({ app }) => app.close()));
+    for (const node of nodes) {
+      const keys = await scanKeys(node, `${prefix}*`);
+      if (keys.length) await node.del(...keys);
+    }
+    await closeAll(nodes);
+  });
+
+  /** `count` requests at once, alternating between the replicas. */
+  const burst = (
+    count: number,
+    request: (url: string, i: number) => Promise<{ status: number; body: any }>,
+  ) =>
+    Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        request(replicas[i % replicas.length].url, i),
+      ),
+    );
+  const pay = (query: string) => (url: string, i: number) =>
+    send(`${url}/payments${query}`, 'POST', {
+      orderId: `o-${i}`,
+      amount: 100 + i,
+    });
+
+  it(`with @Locked('psp', { permits: ${PSP_CONCURRENCY} }), the provider never sees more than ${PSP_CONCURRENCY} calls at once over both replicas, and refuses none`, async () => {
+    const [{ url }] = replicas;
+    expect(
+      (await fetch(`${url}/payments/psp`, { method: 'DELETE' })).status,
+    ).toBe(204);
+    const answers = await burst(64, pay(''));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 201));
+    expect(answers[0].body).toMatchObject({ orderId: 'o-0', amount: 100 });
+    const { body: psp } = await send(`${url}/payments/psp`, 'GET');
+    expect(psp).toEqual({
+      calls: 64,
+      refused: 0,
+      inFlight: 0,
+      maxInFlight: PSP_CONCURRENCY,
+    });
+  });
+
+  it('without it (?limit=off) the same burst goes past the provider limit and is refused (the control of the test above)', async () => {
+    const [{ url }] = replicas;
+    await fetch(`${url}/payments/psp`, { method: 'DELETE' });
+    const answers = await burst(64, pay('?limit=off'));
+    const refused = answers.filter((a) => a.status === 502);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0].body).toMatchObject({ code: 'PSP_REFUSED' });
+    const { body: psp } = await send(`${url}/payments/psp`, 'GET');
+    expect(psp.maxInFlight).toBeGreaterThan(PSP_CONCURRENCY);
+    expect(psp.refused).toBe(refused.length);
+  });
+
+  const seedCatalogue = async (url: string) => {
+    const items = Array.from({ length: 20 }, (_, i) => ({
+      sku: `item-${String(i).padStart(2, '0')}`,
+      price: 1000 + i,
+    }));
+    const res = await send(`${url}/catalogue`, 'PUT', { items });
+    expect(res.status).toBe(200);
+    expect(res.body.consistent).toBe(true);
+  };
+  /**
+   * Three reprices over both replicas while eight readers read in a loop
+   * until they are done; how many reads saw two versions, and the
+   * versions left.
+   */
+  const readWhileRepricing = async (query: string) => {
+    let repricing = true;
+    let reads = 0;
+    let torn = 0;
+    const failures: string[] = [];
+    const readers = Array.from({ length: 8 }, async (_, r) => {
+      while (repricing) {
+        const res = await send(
+          `${replicas[r % 2].url}/catalogue${query}`,
+          'GET',
+        );
+        if (res.status !== 200) failures.push(`read ${res.status}`);
+        reads++;
+        if (!res.body.consistent) torn++;
+      }
+    });
+    const reprices = await Promise.all(
+      [0, 1, 2].map((i) =>
+        send(`${replicas[i % 2].url}/catalogue/reprice${query}`, 'POST', {
+          percent: 10,
+        }),
+      ),
+    );
+    repricing = false;
+    await Promise.all(readers);
+    for (const res of reprices)
+      if (res.status !== 201) failures.push(`reprice ${res.status}`);
+    expect(failures).toEqual([]);
+    const final = await send(`${replicas[0].url}/catalogue`, 'GET');
+    return {
+      reads,
+      torn,
+      versions: new Set(
+        final.body.items.map((i: { version: number }) => i.version),
+      ),
+    };
+  };
+
+  it("with the read/write lock, reads (mode: 'read') never see a catalogue half repriced (mode: 'write'), and every reprice lands whole", async () => {
+    await seedCatalogue(replicas[0].url);
+    const { reads, torn, versions } = await readWhileRepricing('');
+    expect(reads).toBeGreaterThan(8);
+    expect(torn).toBe(0);
+    expect([...versions]).toEqual([4]);
+  });
+
+  it('without it (?locking=off) reads see items of two versions (the control of the test above)', async () => {
+    await seedCatalogue(replicas[0].url);
+    const { reads, torn } = await readWhileRepricing('?locking=off');
+    console.info(
+      `without the lock: ${torn} of ${reads} reads saw a catalogue half repriced`,
+    );
+    expect(torn).toBeGreaterThan(0);
   });
 });

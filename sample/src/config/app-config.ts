@@ -15,6 +15,8 @@ export class AppConfig {
   readonly locking: boolean;
   readonly checkWriteGapMs: number;
   readonly lockWaitTimeoutMs: number;
+  readonly pspLatencyMs: number;
+  readonly repriceGapMs: number;
   readonly port: number;
   readonly host: string;
 
@@ -27,6 +29,8 @@ export class AppConfig {
     this.locking = get('LOCKING') !== 'off';
     this.checkWriteGapMs = get('CHECK_WRITE_GAP_MS');
     this.lockWaitTimeoutMs = get('LOCK_WAIT_TIMEOUT_MS');
+    this.pspLatencyMs = get('PSP_LATENCY_MS');
+    this.repriceGapMs = get('REPRICE_GAP_MS');
     this.port = get('PORT');
     this.host = get('HOST');
   }

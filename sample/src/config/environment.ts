@@ -44,6 +44,16 @@ export class Environment {
   @Min(0)
   LOCK_WAIT_TIMEOUT_MS: number = 15_000;
 
+  /** How long one call to the payment provider takes, in ms. */
+  @IsInt()
+  @Min(0)
+  PSP_LATENCY_MS: number = 20;
+
+  /** Pause between two items' updates when the catalogue is repriced, in ms. */
+  @IsInt()
+  @Min(0)
+  REPRICE_GAP_MS: number = 2;
+
   @IsInt()
   @Min(0)
   PORT: number = 3000;
