@@ -84,6 +84,20 @@ class PspController {
     return { merchantId };
   }
 
+  @Post('catalogue/:id/reprice')
+  @Locked('catalogue:<id>', { mode: 'write', waitTimeout: 0 })
+  async reprice(@Param('id') id: string) {
+    await Promise.resolve();
+    return { id, repriced: true };
+  }
+
+  /** A read that writes in a nested call: a bug, refused with LockUpgradeError. */
+  @Post('catalogue/:id/read-then-write')
+  @Locked('catalogue:<id>', { mode: 'read', waitTimeout: 0 })
+  async readThenWrite(@Param('id') id: string) {
+    return this.reprice(id);
+  }
+
   @MessagePattern('charge')
   @Locked('psp:<dto.merchantId>', { permits: PERMITS, waitTimeout: 0 })
   async chargeRpc(@Payload() dto: { merchantId: string }) {
@@ -214,6 +228,51 @@ describe('a full semaphore, answered in each context', () => {
         method: 'POST',
       });
       expect(after.status).toBe(201);
+    });
+
+    it('answers 409 with Retry-After and the resource to a write while a reader holds elsewhere, 201 once it left', async () => {
+      const id = `rw-${_name}`;
+      const reader = await other.acquire(`catalogue:${id}`, {
+        mode: 'read',
+        ttl: 30_000,
+      });
+      const refused = await fetch(`${url}/psp/catalogue/${id}/reprice`, {
+        method: 'POST',
+      });
+      expect(refused.status).toBe(409);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(
+        25,
+      );
+      expect(await refused.json()).toMatchObject({
+        code: 'CONFLICT',
+        reason: 'busy',
+        resources: [`catalogue:${id}`],
+      });
+      await reader.release();
+      const served = await fetch(`${url}/psp/catalogue/${id}/reprice`, {
+        method: 'POST',
+      });
+      expect(served.status).toBe(201);
+    });
+
+    it('answers a write nested in a read of the same call (LockUpgradeError) with 500, and logs its message', async () => {
+      const id = `up-${_name}`;
+      const response = await fetch(
+        `${url}/psp/catalogue/${id}/read-then-write`,
+        {
+          method: 'POST',
+        },
+      );
+      expect(response.status).toBe(500);
+      expect(logger.errors.join('\n')).toContain(
+        `@Locked PspController.reprice cannot lock "catalogue:${id}" for writing: an enclosing call of the same call chain holds it for reading`,
+      );
+      // Nothing stayed held: a writer gets it at once.
+      const writer = await other.tryAcquire(`catalogue:${id}`, {
+        mode: 'write',
+      });
+      expect(writer).not.toBeNull();
+      await writer!.release();
     });
   });
 
