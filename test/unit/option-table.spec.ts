@@ -58,6 +58,7 @@ const pool: unknown[] = [
   'ignore',
   'skip',
   'warn',
+  'read',
   'lock:',
   '',
   new AbortController().signal,
