@@ -10,6 +10,7 @@ import { count } from '../operations/acquire.js';
 import { stopReason } from '../operations/stop.js';
 import { rejected } from '../util/rejected.js';
 import { checkOneSlot } from '../shapes/one-slot.js';
+import { publishWait } from '../shapes/shape-events.js';
 import type { ShapeScripts } from '../shapes/scripted-lock-ops.js';
 import { attemptPermits, type PermitAttempt } from './permit-attempt.js';
 import type { PermitBook } from './permit-book.js';
@@ -150,6 +151,7 @@ async function permitRounds(
     const stopped = stopReason(ctx, resources, attempts, signal);
     if (stopped !== undefined) throw stopped;
     ctx.stats.retries++;
+    publishWait(resources, attempts, remaining, last?.holderTtl, { permits });
     // A poll: every slot is worth a new try after it, held elsewhere or not.
     const poll = timing.retryDelay + Math.random() * timing.retryJitter;
     const leaseEnds = Math.min(

@@ -16,7 +16,7 @@ import {
 } from '../shapes/scripted-lock-ops.js';
 import { permitsShape } from '../shapes/shape-book.js';
 import { shapeConflict } from '../shapes/shape-conflict.js';
-import { shapedLocks } from '../shapes/shaped-locks.js';
+import { AttemptEvent } from '../shapes/shape-events.js';
 import { awaitedByQuit } from '../util/awaited-by-quit.js';
 import { randomValue } from '../util/lock-value.js';
 import { holdersKey } from './permit-scripts.js';
@@ -66,6 +66,7 @@ export async function attemptPermits(
   // How many nodes took each candidate (1-based, as the script answers).
   const took = new Array<number>(c + 1).fill(0);
   let conflict: unknown[] | undefined;
+  const event = AttemptEvent.open(ctx);
   const ballots = await poll(
     ctx.nodes,
     {
@@ -98,8 +99,9 @@ export async function attemptPermits(
       Math.max(...took) >= ctx.quorum ||
       tally.pending === 0 ||
       Math.max(...took) + tally.pending < ctx.quorum,
-    { limitMs: timing.ttl - timing.drift },
+    { limitMs: timing.ttl - timing.drift, answered: event?.answered },
   );
+  event?.publish(call.resources, value, ballots, { permits });
   const t = took.indexOf(Math.max(...took));
   const held = took[t] >= ctx.quorum;
   const slots = candidates.map((list) => list[t - 1]);
@@ -111,8 +113,8 @@ export async function attemptPermits(
       value,
       ttl: timing.ttl,
       deadline: start + timing.ttl - timing.drift,
+      shape: { permits },
     });
-    shapedLocks.set(lock, { permits });
     // Nodes that took another candidate, or may have: give it back.
     const others = tried.filter((key) => !lock.keys.includes(key));
     if (others.length && ballots.some((b) => b.outcome !== 'busy'))

@@ -4,7 +4,6 @@ import {
   permitsMark,
 } from '../scripts/index.js';
 import type { ShapeScripts } from '../shapes/scripted-lock-ops.js';
-import { shapedLocks } from '../shapes/shaped-locks.js';
 import { resourceKeyOf } from './permit-slots.js';
 
 /**
@@ -30,7 +29,7 @@ export function permitScripts(metaPrefix: string): ShapeScripts {
     extend: (lock, ms) => ({
       script: PERMIT_EXTEND_SCRIPT,
       keys: permitScriptKeys(metaPrefix, lock.keys),
-      args: [lock.value, ms, permitsMark(shapedLocks.get(lock)?.permits ?? 0)],
+      args: [lock.value, ms, permitsMark(lock.shape?.permits ?? 0)],
     }),
     release: (keys, value) => ({
       script: PERMIT_RELEASE_SCRIPT,

@@ -14,6 +14,7 @@ import { randomValue } from '../util/lock-value.js';
 import { rejected } from '../util/rejected.js';
 import { awaitedByQuit } from '../util/awaited-by-quit.js';
 import { checkOneSlot } from '../shapes/one-slot.js';
+import { publishWait } from '../shapes/shape-events.js';
 import {
   sendScriptedRelease,
   type ShapeScripts,
@@ -130,6 +131,7 @@ async function rwRounds(
       const stopped = stopReason(ctx, resources, attempts, signal);
       if (stopped !== undefined) throw stopped;
       ctx.stats.retries++;
+      publishWait(resources, attempts, remaining, last.holderTtl, { mode });
       const poll = timing.retryDelay + Math.random() * timing.retryJitter;
       await host.waiters.wait(
         resources,

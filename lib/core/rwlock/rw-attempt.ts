@@ -12,8 +12,8 @@ import {
   sendScriptedRelease,
   type ShapeScripts,
 } from '../shapes/scripted-lock-ops.js';
-import { shapedLocks } from '../shapes/shaped-locks.js';
 import { shapeConflict } from '../shapes/shape-conflict.js';
+import { AttemptEvent } from '../shapes/shape-events.js';
 
 /** The outcome of one read or write attempt. */
 export interface RwAttempt {
@@ -42,6 +42,7 @@ export async function attemptRw(
   const start = ctx.clock.now();
   const ttl = Math.ceil(timing.ttl);
   let conflict: unknown[] | undefined;
+  const event = AttemptEvent.open(ctx);
   const ballots = await poll(
     ctx.nodes,
     {
@@ -55,8 +56,9 @@ export async function attemptRw(
     },
     timing.nodeTimeout,
     ctx.isDecided,
-    { limitMs: timing.ttl - timing.drift },
+    { limitMs: timing.ttl - timing.drift, answered: event?.answered },
   );
+  event?.publish(call.resources, value, ballots, { mode });
   const granted = countGranted(ballots);
   const validity = timing.ttl - (ctx.clock.now() - start) - timing.drift;
   if (granted >= ctx.quorum && validity > 0) {
@@ -66,8 +68,8 @@ export async function attemptRw(
       value,
       ttl: timing.ttl,
       deadline: start + timing.ttl - timing.drift,
+      shape: { mode },
     });
-    shapedLocks.set(lock, { mode });
     return { lock, ballots };
   }
   // Every node that did not refuse may hold our entry (a lost reply).

@@ -1,7 +1,6 @@
 import type { RedlockContext } from '../context.js';
 import type { Lock } from '../lock.js';
 import { extendMany } from '../operations/extend.js';
-import { shapedLocks } from './shaped-locks.js';
 
 /**
  * The watchdog's batched extension: mutexes in one batch (`extendMany`),
@@ -12,10 +11,9 @@ export function extendAll(
   ctx: RedlockContext,
   locks: readonly Lock[],
 ): Promise<void> {
-  if (!locks.some((lock) => shapedLocks.has(lock)))
-    return extendMany(ctx, locks);
-  const rest = locks.filter((lock) => !shapedLocks.has(lock));
-  const shaped = locks.filter((lock) => shapedLocks.has(lock));
+  if (!locks.some((lock) => lock.shape)) return extendMany(ctx, locks);
+  const rest = locks.filter((lock) => !lock.shape);
+  const shaped = locks.filter((lock) => lock.shape);
   return Promise.all([
     rest.length ? extendMany(ctx, rest) : undefined,
     ...shaped.map((lock) =>

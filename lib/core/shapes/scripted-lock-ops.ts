@@ -9,7 +9,6 @@ import type { LuaScript, ScriptCall } from '../scripts/index.js';
 import { channels } from '../events/channels.js';
 import { traceExtend, traceRelease } from '../operations/trace.js';
 import { awaitedByQuit } from '../util/awaited-by-quit.js';
-import { shapedLocks } from './shaped-locks.js';
 
 /** A script run, as a poll sends it to every node. */
 export type ScriptRun = ScriptCall & { readonly script: LuaScript };
@@ -60,13 +59,11 @@ export function scriptedLockOperations(
     wake(lock);
     return result;
   };
-  // Its shape on the lock, for its events (extend, release, lost), and
-  // each under its TracingChannel as a mutex's is.
-  const shaped = (lock: Lock) => (lock.shape ??= shapedLocks.get(lock));
+  // Each under its TracingChannel as a mutex's is (the lock's shape is
+  // in its messages).
   return {
     clock: ctx.clock,
     extendLock: (lock, ttl) => {
-      shaped(lock);
       const run = () => extend(ctx, scripts, lock, ttl);
       return channels.extend.hasSubscribers
         ? traceExtend(lock, ttl, run)
@@ -74,7 +71,6 @@ export function scriptedLockOperations(
     },
     releaseLock: (lock) => {
       ctx.held.delete(lock);
-      shaped(lock);
       const run = () =>
         awaitedByQuit(ctx, release(ctx, scripts, lock)).then(after(lock));
       return channels.release.hasSubscribers ? traceRelease(lock, run) : run();
