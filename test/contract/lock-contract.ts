@@ -17,6 +17,7 @@ import {
   LockShapeError,
   LockUpgradeError,
   RedlockConfigError,
+  type AcquireOptions,
   type Lock,
 } from 'nestjs-redlock';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -687,13 +688,14 @@ export function describeLockContract(
           /it is held or acquired as a read\/write lock/,
         );
         await reader.release();
-        for (const [options, field] of [
+        const cases: [object, string][] = [
           [{ mode: 'read', permits: 2 }, 'options.permits'],
           [{ mode: 'write', fencing: true }, 'options.fencing'],
           [{ mode: 'reader' }, 'options.mode'],
-        ] as const) {
+        ];
+        for (const [options, field] of cases) {
           const error = await locks
-            .acquire('rwx', options as { mode: 'read' })
+            .acquire('rwx', options as AcquireOptions)
             .catch((e: unknown) => e);
           expect(error).toBeInstanceOf(RedlockConfigError);
           expect((error as RedlockConfigError).field).toBe(field);
