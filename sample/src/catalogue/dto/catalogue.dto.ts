@@ -14,6 +14,7 @@ import {
 } from 'class-validator';
 import { SKU_PATTERN } from '../../stock/dto/sku-param.dto.js';
 
+/** One item of `PUT /catalogue`. */
 export class CatalogueItemDto {
   @IsString()
   @Matches(SKU_PATTERN, {
@@ -28,6 +29,7 @@ export class CatalogueItemDto {
   price!: number;
 }
 
+/** The body of `PUT /catalogue`. */
 export class ReplaceCatalogueDto {
   @IsArray()
   @ArrayNotEmpty()
@@ -37,6 +39,7 @@ export class ReplaceCatalogueDto {
   items!: CatalogueItemDto[];
 }
 
+/** The body of `POST /catalogue/reprice`. */
 export class RepriceDto {
   /** -90 (a 90 % cut) to +1000. */
   @IsInt()

@@ -8,6 +8,7 @@ import {
   Min,
 } from 'class-validator';
 
+/** The body of `POST /payments`. */
 export class PaymentDto {
   @IsString()
   @Matches(/^[A-Za-z0-9._-]{1,64}$/, {
