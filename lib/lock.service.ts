@@ -1,6 +1,9 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { RedlockHealth } from './core/nodes/health.js';
-import type { LockInspection } from './core/operations/inspect.js';
+import type {
+  InspectionOf,
+  InspectOptions,
+} from './core/inspection/inspect-options.js';
 import type { Lock } from './core/lock.js';
 import type { LockManager } from './core/lock-manager.js';
 import type {
@@ -118,11 +121,16 @@ export class LockService {
   /**
    * What the nodes hold for `resource`: per node whether the key exists,
    * its remaining lease, whether this instance holds it (never a lock's
-   * value), the waiters queued and the last fencing token. For admin
-   * endpoints ("who holds order:42, until when"). See `Redlock.inspect`.
+   * value), the waiters queued and the last fencing token; with
+   * `{ permits }` a semaphore's slots, with `{ mode }` a read/write lock's
+   * writer or readers. For admin endpoints ("who holds order:42, until
+   * when"). See `Redlock.inspect`.
    */
-  inspect(resource: string, timeoutMs?: number): Promise<LockInspection> {
-    return this.redlock.inspect(resource, timeoutMs);
+  inspect<O extends number | InspectOptions | undefined = undefined>(
+    resource: string,
+    options?: O,
+  ): Promise<InspectionOf<O>> {
+    return this.redlock.inspect(resource, options);
   }
 
   /**

@@ -8,7 +8,10 @@ import type { RedlockStats } from './context.js';
 import type { Lock, ReleaseResult } from './lock.js';
 import type { RedlockHealth } from './nodes/health.js';
 import type { RedlockNode } from './nodes/redlock-node.js';
-import type { LockInspection } from './operations/inspect.js';
+import type {
+  InspectionOf,
+  InspectOptions,
+} from './inspection/inspect-options.js';
 import type { Clock } from './util/clock.js';
 
 /**
@@ -109,10 +112,14 @@ export interface LockManager {
   health(timeoutMs?: number): Promise<RedlockHealth>;
 
   /**
-   * What the nodes hold for `resource`, per node (never a lock's value).
-   * Writes nothing.
+   * What the nodes hold for `resource`, per node (never a lock's value):
+   * a mutex's key, with `{ permits }` a semaphore's slots, with `{ mode }`
+   * a read/write lock's writer or readers. Writes nothing.
    */
-  inspect(resource: string, timeoutMs?: number): Promise<LockInspection>;
+  inspect<O extends number | InspectOptions | undefined = undefined>(
+    resource: string,
+    options?: O,
+  ): Promise<InspectionOf<O>>;
 
   /**
    * Shuts the instance down: acquires are refused, waiters give up, work

@@ -15,14 +15,25 @@ import type { RedlockStats } from '../core/context.js';
 import type { Lock, ReleaseResult } from '../core/lock.js';
 import type { LockManager } from '../core/lock-manager.js';
 import type { RedlockHealth } from '../core/nodes/health.js';
-import type { LockInspection } from '../core/operations/inspect.js';
+import {
+  inspectOptions,
+  type InspectionOf,
+  type InspectOptions,
+} from '../core/inspection/inspect-options.js';
 import { hold, type HoldContext } from '../core/operations/hold.js';
 import { permitResource } from '../core/permits/permit-slots.js';
 import { ShapeBook } from '../core/shapes/shape-book.js';
 import { monotonicClock, type Clock } from '../core/util/clock.js';
+import { rejected } from '../core/util/rejected.js';
 import { settledWithin } from '../core/util/timeout.js';
 import { NODE, type InMemoryRedlockOptions } from './in-memory-options.js';
 import { acquireInMemory, type MemoryHost } from './memory-acquire.js';
+import {
+  inspectedShape,
+  inspectMutex,
+  inspectReadWrite,
+  inspectSemaphore,
+} from './memory-inspect.js';
 import { MemoryStore } from './memory-store.js';
 import { keepAlive } from './memory-waits.js';
 import { scheduler, type Schedule } from './test-clock.js';
@@ -193,13 +204,33 @@ export class InMemoryRedlock implements LockManager {
     return locks.length > 0;
   }
 
-  /** See `Redlock.inspect`: one node, `memory`, where every lock is this instance's. */
-  inspect(resource: string): Promise<LockInspection> {
-    const key = this.keyOf(resource);
-    const view = this.store.view(key, this.clock.now());
-    const holder = view.exists ? ('this-instance' as const) : undefined;
-    const nodes = [{ node: NODE, up: true, ...view }];
-    return Promise.resolve({ resource, key, held: !!holder, holder, nodes });
+  /**
+   * See `Redlock.inspect`: one node, `memory`, where every lock is this
+   * instance's; with `{ permits }` each permit slot, with `{ mode }` the
+   * writer or readers (options checked as the real lock checks them).
+   */
+  inspect<O extends number | InspectOptions | undefined = undefined>(
+    resource: string,
+    options?: O,
+  ): Promise<InspectionOf<O>> {
+    try {
+      const checked = inspectOptions(options);
+      const m = {
+        store: this.store,
+        keyOf: (r: string) => this.keyOf(r),
+        now: this.clock.now(),
+      };
+      const shape = inspectedShape(options);
+      const inspection =
+        shape === 'permits'
+          ? inspectSemaphore(m, resource, checked.permits!)
+          : shape === 'mode'
+            ? inspectReadWrite(m, resource)
+            : inspectMutex(m, resource);
+      return Promise.resolve(inspection as InspectionOf<O>);
+    } catch (error) {
+      return rejected(error);
+    }
   }
 
   /** The lock held on `resource` now as a mutex or a write lock, or on a permit slot named (`psp#permit-0`), if any. */

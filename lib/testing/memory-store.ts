@@ -112,6 +112,19 @@ export class MemoryStore {
     if (dropped) for (const wake of [...this.waiters]) wake();
   }
 
+  /** The lease left of each reader holding `key` at `now` (ms), shortest first. */
+  readerLeases(key: string, now: number): number[] {
+    this.lastReader(key, now);
+    return [...(this.readers.get(key)?.values() ?? [])]
+      .map((expiresAt) => expiresAt - now)
+      .sort((a, b) => a - b);
+  }
+
+  /** Whether a writer that readers refused waits on `key` (its intent stands). */
+  hasIntent(key: string): boolean {
+    return this.intents.has(key);
+  }
+
   /** The readers holding `key` at `now`. */
   readersOf(key: string, now: number): Lock[] {
     this.lastReader(key, now);

@@ -416,6 +416,37 @@ export function describeLockContract(
       expect((await locks.inspect('insp')).held).toBe(false);
     });
 
+    it('inspect() tells the permits held of a semaphore, and the side of a read/write lock', async () => {
+      const permits = await Promise.all([
+        locks.acquire('insp-sem', { permits: 3 }),
+        locks.acquire('insp-sem', { permits: 3 }),
+      ]);
+      const sem = await locks.inspect('insp-sem', { permits: 3 });
+      expect(sem).toMatchObject({ permits: 3, held: 2, heldHere: 2, inUse: 3 });
+      expect(sem.slots.filter((slot) => slot.held)).toHaveLength(2);
+      await Promise.all(permits.map((lock) => lock.release()));
+      expect((await locks.inspect('insp-sem', { permits: 3 })).held).toBe(0);
+      const readers = await Promise.all([
+        locks.acquire('insp-rw', { mode: 'read' }),
+        locks.acquire('insp-rw', { mode: 'read' }),
+      ]);
+      const read = await locks.inspect('insp-rw', { mode: 'read' });
+      expect(read).toMatchObject({ held: true, mode: 'read', readers: 2 });
+      expect(read.writer).toBeUndefined();
+      await Promise.all(readers.map((lock) => lock.release()));
+      const writer = await locks.acquire('insp-rw', { mode: 'write' });
+      expect(await locks.inspect('insp-rw', { mode: 'write' })).toMatchObject({
+        held: true,
+        mode: 'write',
+        writer: 'this-instance',
+        readers: 0,
+      });
+      await writer.release();
+      expect((await locks.inspect('insp-rw', { mode: 'read' })).held).toBe(
+        false,
+      );
+    });
+
     it('current() is the lock of the enclosing run(), and undefined outside one', async () => {
       expect(locks.current()).toBeUndefined();
       const seen = await locks.run('cur', (lock) => locks.current() === lock);
