@@ -15,13 +15,11 @@ import type { RedlockStats } from '../core/context.js';
 import type { Lock, ReleaseResult } from '../core/lock.js';
 import type { LockManager } from '../core/lock-manager.js';
 import type { RedlockHealth } from '../core/nodes/health.js';
-import {
-  inspectOptions,
-  type InspectionOf,
-  type InspectOptions,
+import type {
+  InspectionOf,
+  InspectOptions,
 } from '../core/inspection/inspect-options.js';
 import { hold, type HoldContext } from '../core/operations/hold.js';
-import { permitResource } from '../core/permits/permit-slots.js';
 import { ShapeBook } from '../core/shapes/shape-book.js';
 import { monotonicClock, type Clock } from '../core/util/clock.js';
 import { rejected } from '../core/util/rejected.js';
@@ -29,10 +27,9 @@ import { settledWithin } from '../core/util/timeout.js';
 import { NODE, type InMemoryRedlockOptions } from './in-memory-options.js';
 import { acquireInMemory, type MemoryHost } from './memory-acquire.js';
 import {
-  inspectedShape,
-  inspectMutex,
-  inspectReadWrite,
-  inspectSemaphore,
+  holdersIn,
+  inspectMemory,
+  type MemoryInspected,
 } from './memory-inspect.js';
 import { MemoryStore } from './memory-store.js';
 import { keepAlive } from './memory-waits.js';
@@ -204,33 +201,24 @@ export class InMemoryRedlock implements LockManager {
     return locks.length > 0;
   }
 
-  /**
-   * See `Redlock.inspect`: one node, `memory`, where every lock is this
-   * instance's; with `{ permits }` each permit slot, with `{ mode }` the
-   * writer or readers (options checked as the real lock checks them).
-   */
+  /** See `Redlock.inspect`: one node, `memory`, where every lock is this instance's. */
   inspect<O extends number | InspectOptions | undefined = undefined>(
     resource: string,
     options?: O,
   ): Promise<InspectionOf<O>> {
     try {
-      const checked = inspectOptions(options);
-      const m = {
-        store: this.store,
-        keyOf: (r: string) => this.keyOf(r),
-        now: this.clock.now(),
-      };
-      const shape = inspectedShape(options);
-      const inspection =
-        shape === 'permits'
-          ? inspectSemaphore(m, resource, checked.permits!)
-          : shape === 'mode'
-            ? inspectReadWrite(m, resource)
-            : inspectMutex(m, resource);
-      return Promise.resolve(inspection as InspectionOf<O>);
+      return Promise.resolve(
+        inspectMemory(this.view(), resource, options) as InspectionOf<O>,
+      );
     } catch (error) {
       return rejected(error);
     }
+  }
+
+  /** The store as the inspections read it, now. */
+  private view(): MemoryInspected {
+    const keyOf = (r: string) => this.keyOf(r);
+    return { store: this.store, keyOf, now: this.clock.now() };
   }
 
   /** The lock held on `resource` now as a mutex or a write lock, or on a permit slot named (`psp#permit-0`), if any. */
@@ -244,17 +232,7 @@ export class InMemoryRedlock implements LockManager {
    * most `permits` holders of a semaphore, readers together.
    */
   holdersOf(resource: string): Lock[] {
-    const now = this.clock.now();
-    const key = this.keyOf(resource);
-    const holder = this.store.holder(key, now);
-    if (holder) return [holder];
-    const readers = this.store.readersOf(key, now);
-    if (readers.length > 0) return readers;
-    const slot = permitResource(resource, 0).slice(0, -1);
-    return this.store.holdersWhere(
-      (name) => name.startsWith(slot) && /^\d+$/.test(name.slice(slot.length)),
-      now,
-    );
+    return holdersIn(this.view(), resource);
   }
 
   /** @internal Called by `Lock.extend`. */

@@ -1,8 +1,10 @@
-import type {
-  InspectOptions,
-  ReadWriteInspection,
-  SemaphoreInspection,
+import {
+  inspectOptions,
+  type InspectOptions,
+  type ReadWriteInspection,
+  type SemaphoreInspection,
 } from '../core/inspection/inspect-options.js';
+import type { Lock } from '../core/lock.js';
 import type { LockInspection } from '../core/operations/inspect.js';
 import { permitResource } from '../core/permits/permit-slots.js';
 import { NODE } from './in-memory-options.js';
@@ -100,11 +102,29 @@ export function inspectReadWrite(
   };
 }
 
-/** The shape `options` ask to read. */
-export function inspectedShape(
+/** See `Redlock.inspect` (options checked as the real lock checks them). */
+export function inspectMemory(
+  m: MemoryInspected,
+  resource: string,
   options: number | InspectOptions | undefined,
-): 'mutex' | 'permits' | 'mode' {
-  if (typeof options !== 'object' || options === null) return 'mutex';
-  if (options.permits !== undefined) return 'permits';
-  return options.mode !== undefined ? 'mode' : 'mutex';
+): LockInspection | SemaphoreInspection | ReadWriteInspection {
+  const checked = inspectOptions(options);
+  if (checked.permits !== undefined)
+    return inspectSemaphore(m, resource, checked.permits);
+  if (checked.mode !== undefined) return inspectReadWrite(m, resource);
+  return inspectMutex(m, resource);
+}
+
+/** See `InMemoryRedlock.holdersOf`: a mutex's or writer's lock, the readers, or a semaphore's permit holders. */
+export function holdersIn(m: MemoryInspected, resource: string): Lock[] {
+  const key = m.keyOf(resource);
+  const holder = m.store.holder(key, m.now);
+  if (holder) return [holder];
+  const readers = m.store.readersOf(key, m.now);
+  if (readers.length > 0) return readers;
+  const slot = permitResource(resource, 0).slice(0, -1);
+  return m.store.holdersWhere(
+    (name) => name.startsWith(slot) && /^\d+$/.test(name.slice(slot.length)),
+    m.now,
+  );
 }
