@@ -1,6 +1,5 @@
 import { LockNotAcquiredError } from '../errors/lock-not-acquired.error.js';
 import { LockShapeError } from '../errors/lock-shape.error.js';
-import { RedlockConfigError } from '../errors/redlock-config.error.js';
 import type { AcquireOptions } from '../core/config/options.js';
 import type { RedlockConfig } from '../core/config/resolve.js';
 import type { RedlockStats } from '../core/context.js';
@@ -11,6 +10,7 @@ import {
 } from '../core/operations/acquire-call.js';
 import { stopReason } from '../core/operations/stop.js';
 import { permitResource } from '../core/permits/permit-slots.js';
+import { checkShapeOptions } from '../core/shapes/shape-options.js';
 import {
   MUTEX_SHAPE,
   permitsShape,
@@ -56,7 +56,7 @@ export async function acquireInMemory(
   once: boolean,
 ): Promise<Lock | null> {
   const call = resolveCall(host.config, resources, options);
-  checkShapeOptions(options, call);
+  checkShapeOptions(options, call.fencing);
   if (once) await Promise.resolve();
   stop(host, call, 0);
   const shape = shapeOf(options);
@@ -167,24 +167,6 @@ function takePermits(
     counters: call.keys,
   };
   return store.take(host.ops, slotCall, now)!;
-}
-
-/** `mode` takes neither `permits` nor `fencing`, as the real lock refuses them. */
-function checkShapeOptions(
-  options: AcquireOptions | undefined,
-  call: AcquireCall,
-): void {
-  if (options?.mode === undefined) return;
-  if (options.permits !== undefined)
-    throw new RedlockConfigError(
-      'options.permits',
-      `cannot be used with options.mode: a resource is a semaphore or a read/write lock, got permits ${options.permits} and mode '${options.mode}'`,
-    );
-  if (call.fencing)
-    throw new RedlockConfigError(
-      'options.fencing',
-      `cannot be used with options.mode ('${options.mode}'): read/write locks have no fencing tokens; fence the writes with a mutex`,
-    );
 }
 
 function shapeOf(options: AcquireOptions | undefined): ShapeName {

@@ -3,7 +3,12 @@ import { callTiming } from '../config/resolve.js';
 import { leaseDeadline } from '../config/timing.js';
 import type { RedlockContext } from '../context.js';
 import type { Lock } from '../lock.js';
-import { poll } from '../nodes/poll.js';
+import {
+  poll,
+  type Ballot,
+  type PollRequest,
+  type Tally,
+} from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
 import { ClusterNode } from '../cluster/cluster-node.js';
 import { EXTEND_MANY_SCRIPT, EXTEND_SCRIPT } from '../scripts/index.js';
@@ -25,25 +30,57 @@ export async function extendLock(
   lock: Lock,
   ttl: number | undefined,
 ): Promise<void> {
-  // Errors name `ttl`, the argument of `lock.extend(ttl)`.
+  const { recreateOnExtend } = ctx.config;
+  const ballots = await extendOnNodes(
+    ctx,
+    lock,
+    ttl,
+    (ms) => (node) => node.run(EXTEND_SCRIPT, lock.keys, [lock.value, ms]),
+    recreateOnExtend ? untilAllAnswered(ctx.quorum) : ctx.isDecided,
+  );
+  if (recreateOnExtend) {
+    // Nodes that answered and do not hold our value (restarted empty).
+    const perNode = new Map<number, Recreation[]>();
+    ballots.forEach((b, i) => {
+      if (b.outcome === 'busy') perNode.set(i, [{ lock, ttl: lock.ttl }]);
+    });
+    if (perNode.size) {
+      const { nodeTimeout } = callTiming(ctx.config, { ttl: lock.ttl }, '');
+      await recreateMissing(ctx, perNode, nodeTimeout);
+    }
+  }
+}
+
+/**
+ * One extension round of `lock` to `ttl` (its own lease when left out;
+ * errors name `ttl`, the argument of `lock.extend(ttl)`): `request(ms)`
+ * sets the lease on a node where the lock is still ours, answering 1. A
+ * node whose clock ran fast may drop the key early: its extension does
+ * not count (the restart quarantine's nodes do: see there). Settles the
+ * lock (see `settleExtension`), throws `LockExtendError` when it did not
+ * stand, and returns the ballots.
+ */
+export async function extendOnNodes(
+  ctx: RedlockContext,
+  lock: Lock,
+  ttl: number | undefined,
+  request: (ms: number) => PollRequest,
+  isDecided: (tally: Tally) => boolean = ctx.isDecided,
+): Promise<Ballot[]> {
   const timing = callTiming(
     ctx.config,
     { ttl: ttl === undefined ? lock.ttl : ttl },
     '',
   );
   const start = ctx.clock.now();
-  const { recreateOnExtend } = ctx.config;
   const clocks = ctx.standing.clockMonitor;
   const ballots = await poll(
     ctx.nodes,
-    (node) =>
-      node.run(EXTEND_SCRIPT, lock.keys, [lock.value, Math.ceil(timing.ttl)]),
-    // A node whose clock ran fast may drop the key early: its extension
-    // does not count (the restart quarantine's nodes do: see there).
+    request(Math.ceil(timing.ttl)),
     (reply, i) =>
       reply !== 1 ? 'busy' : clocks.counts(i) ? 'granted' : 'quarantined',
     timing.nodeTimeout,
-    recreateOnExtend ? untilAllAnswered(ctx.quorum) : ctx.isDecided,
+    isDecided,
     { limitMs: timing.ttl - timing.drift },
   );
   const failure = settleExtension(
@@ -56,14 +93,7 @@ export async function extendLock(
   );
   if (failure) throw new LockExtendError(lock.resources, failure, ballots);
   ctx.keepAlive.rescheduled(lock);
-  if (recreateOnExtend) {
-    // Nodes that answered and do not hold our value (restarted empty).
-    const perNode = new Map<number, Recreation[]>();
-    ballots.forEach((b, i) => {
-      if (b.outcome === 'busy') perNode.set(i, [{ lock, ttl: timing.ttl }]);
-    });
-    if (perNode.size) await recreateMissing(ctx, perNode, timing.nodeTimeout);
-  }
+  return ballots;
 }
 
 /**

@@ -1,5 +1,4 @@
 import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error.js';
-import { RedlockConfigError } from '../../errors/redlock-config.error.js';
 import type { AcquireOptions, LockMode } from '../config/options.js';
 import { queueLife } from '../config/timing.js';
 import type { RedlockContext } from '../context.js';
@@ -14,6 +13,7 @@ import { randomValue } from '../util/lock-value.js';
 import { rejected } from '../util/rejected.js';
 import { awaitedByQuit } from '../util/awaited-by-quit.js';
 import { checkOneSlot } from '../shapes/one-slot.js';
+import { checkShapeOptions } from '../shapes/shape-options.js';
 import { publishWait } from '../shapes/shape-events.js';
 import {
   sendScriptedRelease,
@@ -50,16 +50,7 @@ export function acquireRw(
 ): Promise<Lock | null> {
   try {
     const call = resolveCall(host.ctx.config, resources, options);
-    if (options.permits !== undefined)
-      throw new RedlockConfigError(
-        'options.permits',
-        `cannot be used with options.mode: a resource is a semaphore or a read/write lock, got permits ${options.permits} and mode '${options.mode}'`,
-      );
-    if (call.fencing)
-      throw new RedlockConfigError(
-        'options.fencing',
-        `cannot be used with options.mode ('${options.mode}'): read/write locks have no fencing tokens; fence the writes with a mutex`,
-      );
+    checkShapeOptions(options, call.fencing);
     checkOneSlot(host.ctx, call);
     const stop = stopReason(host.ctx, call.resources, 0, call.signal);
     if (stop !== undefined) return Promise.reject(stop);

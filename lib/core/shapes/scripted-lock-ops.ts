@@ -1,10 +1,8 @@
-import { LockExtendError } from '../../errors/lock-extend.error.js';
-import { callTiming } from '../config/resolve.js';
 import type { RedlockContext } from '../context.js';
 import type { Lock, LockOperations, ReleaseResult } from '../lock.js';
 import { poll, votesOf, type Ballot } from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
-import { settleExtension } from '../operations/extend.js';
+import { extendOnNodes } from '../operations/extend.js';
 import type { LuaScript, ScriptCall } from '../scripts/index.js';
 import { channels } from '../events/channels.js';
 import { traceExtend, traceRelease } from '../operations/trace.js';
@@ -127,37 +125,12 @@ async function leave(
   };
 }
 
-/** See `Lock.extend` (as `extendLock` for a mutex). */
+/** See `Lock.extend` (as `extendLock` for a mutex, with the shape's script). */
 async function extend(
   ctx: RedlockContext,
   scripts: ShapeScripts,
   lock: Lock,
   ttl: number | undefined,
 ): Promise<void> {
-  const timing = callTiming(
-    ctx.config,
-    { ttl: ttl === undefined ? lock.ttl : ttl },
-    '',
-  );
-  const start = ctx.clock.now();
-  const clocks = ctx.standing.clockMonitor;
-  const ballots = await poll(
-    ctx.nodes,
-    scripts.extend(lock, Math.ceil(timing.ttl)),
-    (reply, i) =>
-      reply !== 1 ? 'busy' : clocks.counts(i) ? 'granted' : 'quarantined',
-    timing.nodeTimeout,
-    ctx.isDecided,
-    { limitMs: timing.ttl - timing.drift },
-  );
-  const failure = settleExtension(
-    ctx,
-    lock,
-    countGranted(ballots),
-    start,
-    timing.ttl,
-    ctx.clock.now(),
-  );
-  if (failure) throw new LockExtendError(lock.resources, failure, ballots);
-  ctx.keepAlive.rescheduled(lock);
+  await extendOnNodes(ctx, lock, ttl, (ms) => scripts.extend(lock, ms));
 }
