@@ -14,7 +14,8 @@ const report = check({
 });
 console.log(JSON.stringify(report.violations), `${report.ops} ops`);
 for (const ex of report.info.examples) {
-  const t0 = ex.a.start + ex.a.grant;
+  // A semaphore's excess: the holders valid at that instant.
+  const t0 = ex.a ? ex.a.start + ex.a.grant : ex.at;
   console.log(JSON.stringify(ex));
   const near = (d.faults ?? [])
     .filter(([t]) => t > t0 - 2000 && t < t0 + 2000)
