@@ -58,11 +58,16 @@ export const DEFAULTS = {
 /**
  * The keys of `cfg`'s resources on a node, as the library names them
  * (keyPrefix 'f:', metaPrefix 'fm:'): a mutex's lock key, a semaphore's
- * permit slots, a read/write lock's key, readers and writer intent.
+ * key (its mark), holders and permit slots, a read/write lock's key,
+ * readers and writer intent.
  */
 export function lockKeys(cfg) {
   if (cfg.workload === 'semaphore')
-    return cfg.resources.flatMap((r) => Array.from({ length: cfg.permits }, (_, i) => `f:${r}#permit-${i}`));
+    return cfg.resources.flatMap((r) => [
+      `f:${r}`,
+      `fm:ph:f:${r}`,
+      ...Array.from({ length: cfg.permits }, (_, i) => `f:${r}#permit-${i}`),
+    ]);
   if (cfg.workload === 'rw') return cfg.resources.flatMap((r) => [`f:${r}`, `fm:rd:f:${r}`, `fm:wi:f:${r}`]);
   return cfg.resources.map((r) => 'f:' + r);
 }
