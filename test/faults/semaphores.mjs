@@ -97,18 +97,37 @@ export class PerNodeSemaphore {
   async ready() {
     await Promise.all(this.nodes.map((n) => n.ping()));
   }
-  /** Asks node `n`, false when it does not answer within nodeTimeout. */
-  ask(n, ...args) {
+  /** `command` on node `n`, its reply (or false) within nodeTimeout. */
+  bounded(n, command) {
     let timer;
     return Promise.race([
-      this.nodes[n].eval(ADMIT, 1, ...args).then((r) => r === 1),
+      command(this.nodes[n]),
       new Promise((resolve) => (timer = setTimeout(resolve, this.nodeTimeout, false))),
     ])
       .catch(() => false)
       .finally(() => clearTimeout(timer));
   }
+  /** Asks node `n` to admit `value`: true when it did within nodeTimeout. */
+  ask(n, ...args) {
+    return this.bounded(n, (node) => node.eval(ADMIT, 1, ...args).then((r) => r === 1));
+  }
+  /** Asks every node at once; settles, as the library's attempt does, once a quorum admitted it or cannot. */
+  attempt(key, value, permits) {
+    return new Promise((resolve) => {
+      const n = this.nodes.length;
+      let yes = 0;
+      let no = 0;
+      for (let i = 0; i < n; i++)
+        this.ask(i, key, value, permits, this.ttl).then((ok) => {
+          if (ok) yes++;
+          else no++;
+          if (yes >= this.quorum) resolve(true);
+          else if (no > n - this.quorum) resolve(false);
+        });
+    });
+  }
   takeBack(key, value) {
-    return Promise.all(this.nodes.map((n) => n.zrem(key, value).catch(() => 0)));
+    return Promise.all(this.nodes.map((_, n) => this.bounded(n, (node) => node.zrem(key, value))));
   }
   async acquire(resource, { permits, waitTimeout }) {
     const key = 'fs:' + resource;
@@ -116,9 +135,9 @@ export class PerNodeSemaphore {
     for (;;) {
       const value = randomBytes(12).toString('base64url');
       const start = now();
-      const answers = await Promise.all(this.nodes.map((_, n) => this.ask(n, key, value, permits, this.ttl)));
+      const granted = await this.attempt(key, value, permits);
       const validUntil = start + this.ttl - drift(this.ttl);
-      if (answers.filter(Boolean).length >= this.quorum && validUntil > now())
+      if (granted && validUntil > now())
         return new SimpleLock(resource, value, validUntil, () => this.takeBack(key, value));
       await this.takeBack(key, value);
       if (now() >= giveUp) throw notAcquired();

@@ -68,9 +68,41 @@ const skew = {
   },
 };
 
+/**
+ * A split network, for the whole run: 5 clients of 2 workers on one
+ * resource, client c reaching only the nodes of QUORUMS[c], its links to
+ * the other two stalled both ways (a silent partition, as in 3's). Every
+ * client then holds through a quorum of its own, and no node is reached
+ * by more than 3 clients. The library's permits are mutexes, so nothing
+ * changes for the bound; a semaphore that counts per node admits up to 5
+ * holders of 3 permits here (no node ever sees more than 3 at once): what
+ * the per-node-counting mutant is run on.
+ */
+const QUORUMS = [
+  [0, 1, 2],
+  [0, 1, 3],
+  [0, 2, 4],
+  [1, 3, 4],
+  [2, 3, 4],
+];
+const split = {
+  name: 'split',
+  title: '8 split network (each client reaches another 3 of the 5 nodes), no other fault',
+  expected: 0,
+  config: { proxy: true, clients: 5, workers: 2, resources: ['r0'], gap: [5, 20] },
+  async nemesis(h) {
+    for (let c = 0; c < h.cfg.clients; c++) {
+      const cut = [0, 1, 2, 3, 4].filter((n) => !QUORUMS[c % 5].includes(n)).map((n) => `${c}:${n}`);
+      await h.proxy.set(cut, { up: { stall: true }, down: { stall: true } });
+    }
+    h.fault('split');
+  },
+};
+
 export default [
   variant(contention, { ci: true }),
   variant(skew),
+  variant(split),
   variant(nodePause, { config: { resources: ['r0', 'r1', 'r2'] } }),
   // The documented hazard (an empty restart without quarantine) found as
   // more than 3 holders, beside the per-slot second holders behind it.
