@@ -34,8 +34,11 @@ export async function createPermitLib(name, urls, { ttl, wait, permits }) {
     case BASELINE: {
       const { Redlock } = name === OURS ? ours : baseline;
       // Default settings: only the lease and the wait budget are set.
-      // BENCH_OURS (JSON) overrides options, for experiments only.
-      const redlock = new Redlock({ clients: urls, ttl, waitTimeout: wait, ...JSON.parse(process.env.BENCH_OURS ?? '{}') });
+      // BENCH_OURS (JSON) overrides options, for experiments only;
+      // BENCH_BASELINE_OURS those of the baseline alone (the same build
+      // with other options: BENCH_BASELINE=<this checkout>).
+      const overrides = (name === BASELINE && process.env.BENCH_BASELINE_OURS) || process.env.BENCH_OURS || '{}';
+      const redlock = new Redlock({ clients: urls, ttl, waitTimeout: wait, ...JSON.parse(overrides) });
       await Promise.all(redlock.nodes.map((n) => n.client.ping()));
       const options = { permit: { permits }, read: { mode: 'read' }, write: { mode: 'write' }, mutex: undefined };
       return {

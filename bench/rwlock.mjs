@@ -163,10 +163,11 @@ const COLUMNS = {
   meanWaitMs: ['mean wait ms', 2],
   p99WaitMs: ['p99 wait ms', 1],
   maxWaitMs: ['max wait ms', 1],
+  readHoldMs: ['hold ms (mean)', 2],
   writesPerSec: ['writes/s', 0],
   writeMeanWaitMs: ['writer mean wait ms', 1],
   writeMaxWaitMs: ['writer max wait ms (all rounds)', 1],
-  writeMaxWaitHolds: ['in read holds', 1],
+  writeMaxWaitHolds: ['in read holds (all rounds)', 1],
   writerShared: ['writer not alone (all rounds)', 0],
   gaveUps: ['gave up', 0],
   cpuUsPerOp: ['client CPU µs/lock', 1],
@@ -174,7 +175,7 @@ const COLUMNS = {
   commandsPerOp: ['cmds/lock', 1],
 };
 /** Reported as the worst over the rounds, not the median. */
-const WORST = { maxTogether: Math.max, writeMaxWaitMs: Math.max, writerShared: (...v) => v.reduce((a, b) => a + b, 0), gaveUps: (...v) => v.reduce((a, b) => a + b, 0) };
+const WORST = { maxTogether: Math.max, writeMaxWaitMs: Math.max, writeMaxWaitHolds: Math.max, writerShared: (...v) => v.reduce((a, b) => a + b, 0), gaveUps: (...v) => v.reduce((a, b) => a + b, 0) };
 
 /** results[`${nodes}|${shape}`][lib][cell] = per-round figures */
 const results = {};
@@ -225,7 +226,7 @@ function renderReport() {
     `${OURS} at its default settings: \`acquire(key)\` (mutex), \`acquire(key, { mode: 'read' })\`, \`acquire(key, { mode: 'write' })\`. Every hold ${config.holdMs} ms, a loop asks again at once after its release; lease ${config.ttl / 1000} s, wait up to ${config.wait / 1000} s.`,
     `Cells: ${config.cells.map((c) => `${c} = ${CELLS[c]}`).join('; ')}.`,
     `Medians of ${config.rounds} interleaved rounds of ${config.runMs / 1000} s per run (every cell once per round, the order rotating), after an unmeasured ${config.warmMs / 1000} s run of each; client processes long-lived, a new library instance per run.`,
-    'locks/s: mutexes (mutex cell) or read locks (read, rw) granted within the window, per second; × mutex: against the mutex cell of the same round, then the median; holders: readers (or mutex holders) at an average instant; max holders at once: readers together (mutex cell: distinct resources); writer max wait: the longest any writer waited, over every round, and that in mean read holds; writer not alone: instants a writer held together with a reader or another writer, over every round (must be 0); CPU per lock: one acquire and its release (reads and writes), the client processes (process.cpuUsage) and all lock nodes (INFO cpu).',
+    'locks/s: mutexes (mutex cell) or read locks (read, rw) granted within the window, per second; × mutex: against the mutex cell of the same round, then the median; holders: readers (or mutex holders) at an average instant; max holders at once: readers together (mutex cell: distinct resources); writer max wait: the longest any writer waited, over every round, and the most of any round in that round's mean read holds; writer not alone: instants a writer held together with a reader or another writer, over every round (must be 0); CPU per lock: one acquire and its release (reads and writes), the client processes (process.cpuUsage) and all lock nodes (INFO cpu).',
     '',
   ];
   for (const nodes of config.topologies)
