@@ -7,7 +7,7 @@ import {
   type Lock,
 } from 'nestjs-redlock';
 import { inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
-import { closeAll, flushed } from '../utils/nodes.js';
+import { closeAll, flushed, settledTo } from '../utils/nodes.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -62,25 +62,38 @@ describe('semaphore (permits) on real nodes', () => {
     const locks = await Promise.all(
       [0, 1].map(() => r.acquire('slots', { permits: 2 })),
     );
-    // Every node has answered (an acquire settles at a quorum).
-    await flushed(r);
     const names = locks.flatMap((l) => l.resources).sort();
     expect(names).toEqual(['slots#permit-0', 'slots#permit-1']);
-    // The resource's key marks it a semaphore of 2 while permits live.
-    for (const client of admin) {
-      expect((await client.keys(`${keyPrefix}slots*`)).sort()).toEqual([
-        `${keyPrefix}slots`,
-        `${keyPrefix}slots#permit-0`,
-        `${keyPrefix}slots#permit-1`,
-      ]);
-      expect(await client.get(`${keyPrefix}slots`)).toBe('~permits:2');
-    }
+    // The resource's key marks it a semaphore of 2 while permits live, on
+    // every node once each has answered (an acquire settles at a quorum).
+    const onNodes = () =>
+      Promise.all(
+        admin.map(async (c) => [
+          ...(await c.keys(`${keyPrefix}slots*`)).sort(),
+          await c.get(`${keyPrefix}slots`),
+        ]),
+      );
+    const marked = [
+      `${keyPrefix}slots`,
+      `${keyPrefix}slots#permit-0`,
+      `${keyPrefix}slots#permit-1`,
+      '~permits:2',
+    ];
+    expect(
+      await settledTo(
+        onNodes,
+        admin.map(() => marked),
+      ),
+    ).toEqual(admin.map(() => marked));
     // Every permit held: a third caller is refused without waiting.
     expect(await r.tryAcquire('slots', { permits: 2 })).toBeNull();
     await Promise.all(locks.map((l) => l.release()));
-    await flushed(r);
-    for (const client of admin)
-      expect(await client.keys(`${keyPrefix}slots*`)).toEqual([]);
+    expect(
+      await settledTo(
+        onNodes,
+        admin.map(() => [null]),
+      ),
+    ).toEqual(admin.map(() => [null]));
   });
 
   it('gives up at waitTimeout naming the resource asked for, busy, with the lease left', async () => {
@@ -91,13 +104,17 @@ describe('semaphore (permits) on real nodes', () => {
       .acquire('full', { permits: 1, waitTimeout: 150, nodeTimeout: 2000 })
       .catch((e: unknown) => e);
     await held.release();
-    await flushed(holder);
-    await flushed(other);
     expect(error).toBeInstanceOf(LockNotAcquiredError);
     expect(error).toMatchObject({ resources: ['full'], reason: 'busy' });
     expect((error as LockNotAcquiredError).retryAfter).toBeGreaterThan(5000);
-    for (const client of admin)
-      expect(await client.keys(`${keyPrefix}full*`)).toEqual([]);
+    const left = () =>
+      Promise.all(admin.map((c) => c.keys(`${keyPrefix}full*`)));
+    expect(
+      await settledTo(
+        left,
+        admin.map(() => []),
+      ),
+    ).toEqual(admin.map(() => []));
   });
 
   it('wakes a waiter of the process when a permit is released there, long before its poll', async () => {
@@ -199,13 +216,26 @@ describe('semaphore (permits) on real nodes', () => {
     // No key of the refused calls is left behind.
     await flushed(a);
     await flushed(b);
-    for (const client of admin)
-      expect((await client.keys(`${keyPrefix}remote-shape*`)).length).toBe(2);
+    const counts = () =>
+      Promise.all(
+        admin.map(
+          async (c) => (await c.keys(`${keyPrefix}remote-shape*`)).length,
+        ),
+      );
+    expect(
+      await settledTo(
+        counts,
+        admin.map(() => 2),
+      ),
+    ).toEqual(admin.map(() => 2));
     await held.release();
-    await flushed(a);
     // The mark goes with the last permit: any shape may be used again.
-    for (const client of admin)
-      expect(await client.keys(`${keyPrefix}remote-shape*`)).toEqual([]);
+    expect(
+      await settledTo(
+        counts,
+        admin.map(() => 0),
+      ),
+    ).toEqual(admin.map(() => 0));
     const mutex = await b.acquire('remote-shape');
     await expect(
       a.acquire('remote-shape', { permits: 4, waitTimeout: 0 }),

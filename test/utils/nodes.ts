@@ -128,3 +128,23 @@ export async function startListening(
   await lock.release();
   if (!lock.waited) throw new Error('startListening: the waiter never waited');
 }
+
+/**
+ * What `read` returns once it equals `expected`, or after `withinMs`
+ * (the last read, for the assertion to show): every node answers a lock's
+ * request, but one whose script cache was empty (NOSCRIPT) runs it a round
+ * trip later than the others, after a PING sent in between (`flushed`).
+ */
+export async function settledTo<T>(
+  read: () => Promise<T>,
+  expected: T,
+  withinMs = 2000,
+): Promise<T> {
+  const until = performance.now() + withinMs;
+  for (;;) {
+    const value = await read();
+    if (JSON.stringify(value) === JSON.stringify(expected)) return value;
+    if (performance.now() >= until) return value;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
