@@ -238,7 +238,7 @@ function publishAttempt(
 }
 
 /** Why an attempt without a fencing failure was not held. */
-function failureReason(
+export function failureReason(
   quorum: number,
   granted: number,
   ballots: readonly Ballot[],
@@ -255,7 +255,9 @@ function failureReason(
  * none did (the key is free, but queued waiters go first: no lease to
  * wait for).
  */
-function shortestHolderTtl(ballots: readonly Ballot[]): number | undefined {
+export function shortestHolderTtl(
+  ballots: readonly Ballot[],
+): number | undefined {
   const ttls = ballots
     .filter((b) => b.outcome === 'busy')
     .map((b) => acquireReply(b.reply).holderTtl)

@@ -1,24 +1,17 @@
-import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error.js';
-import { LockShapeError } from '../../errors/lock-shape.error.js';
 import type { AcquireOptions } from '../config/options.js';
 import type { RedlockContext } from '../context.js';
-import { lineOf } from '../contention/line.js';
 import type { Lock, LockOperations } from '../lock.js';
-import { votesOf } from '../nodes/poll.js';
 import { resolveCall, type AcquireCall } from '../operations/acquire-call.js';
 import { count } from '../operations/acquire.js';
 import { stopReason } from '../operations/stop.js';
 import { rejected } from '../util/rejected.js';
 import { checkOneSlot } from '../shapes/one-slot.js';
+import { checkNoMutexHeld, gaveUp } from '../shapes/shape-errors.js';
 import { publishWait } from '../shapes/shape-events.js';
 import type { ShapeScripts } from '../shapes/scripted-lock-ops.js';
 import { attemptPermits, type PermitAttempt } from './permit-attempt.js';
 import type { PermitBook } from './permit-book.js';
-import {
-  MUTEX_SHAPE,
-  permitsShape,
-  type ShapeBook,
-} from '../shapes/shape-book.js';
+import { permitsShape, type ShapeBook } from '../shapes/shape-book.js';
 
 /** What the permit acquires of one `Redlock` need besides its context. */
 export interface PermitHost {
@@ -70,22 +63,6 @@ export function acquirePermits(
     );
   } catch (error) {
     return rejected(error);
-  }
-}
-
-/** Refuses another shape on a resource this process holds as a mutex (mutexes are not in the `ShapeBook`). */
-export function checkNoMutexHeld(
-  ctx: RedlockContext,
-  call: AcquireCall,
-  shape: string,
-): void {
-  for (let i = 0; i < call.resources.length; i++) {
-    const key = [call.keys[i]];
-    if (
-      ctx.contention.holderOf(lineOf(key, false))?.isHeld ||
-      ctx.contention.holderOf(lineOf(key, true))?.isHeld
-    )
-      throw new LockShapeError(call.resources[i], shape, MUTEX_SHAPE);
   }
 }
 
@@ -165,22 +142,6 @@ async function permitRounds(
     );
     if (!woken) for (const r of resources) book.forgetBusy(r);
   }
-}
-
-/** The error of a permit acquire that gave up, naming the resources asked for. */
-function gaveUp(
-  call: AcquireCall,
-  attempts: number,
-  last: PermitAttempt | undefined,
-): LockNotAcquiredError {
-  const reason = last?.reason ?? 'busy';
-  return new LockNotAcquiredError(
-    call.resources,
-    attempts,
-    reason,
-    last ? votesOf(last.ballots) : [],
-    last?.holderTtl ?? call.timing.ttl,
-  );
 }
 
 /** Most candidate slots one attempt sends for a single resource: each is a key on every node. */

@@ -5,17 +5,14 @@ import { fenceCounterKey } from '../fencing/tokens.js';
 import { createLock, type Lock, type LockOperations } from '../lock.js';
 import { poll, type Ballot, type Tally } from '../nodes/poll.js';
 import type { AcquireCall } from '../operations/acquire-call.js';
-import {
-  acquireReply,
-  PERMIT_ACQUIRE_SCRIPT,
-  permitsMark,
-} from '../scripts/index.js';
+import { failureReason, shortestHolderTtl } from '../operations/attempt.js';
+import { PERMIT_ACQUIRE_SCRIPT, permitsMark } from '../scripts/index.js';
 import {
   sendScriptedRelease,
   type ShapeScripts,
 } from '../shapes/scripted-lock-ops.js';
 import { permitsShape } from '../shapes/shape-book.js';
-import { shapeConflict } from '../shapes/shape-conflict.js';
+import { shapeConflict } from '../shapes/shape-errors.js';
 import { AttemptEvent } from '../shapes/shape-events.js';
 import { awaitedByQuit } from '../util/awaited-by-quit.js';
 import { randomValue } from '../util/lock-value.js';
@@ -175,16 +172,11 @@ async function takeBack(
         start + call.timing.ttl - ctx.clock.now(),
       ),
     );
-  const answered = ballots.filter(
-    (b) => b.outcome === 'granted' || b.outcome === 'busy',
-  ).length;
-  const ttls = ballots
-    .filter((b) => b.outcome === 'busy' && !Array.isArray(b.reply))
-    .map((b) => acquireReply(b.reply).holderTtl)
-    .filter((ttl) => ttl !== undefined);
   return {
     ballots,
-    reason: failure ?? (answered < ctx.quorum ? 'unreachable' : 'busy'),
-    holderTtl: ttls.length ? Math.min(...ttls) : undefined,
+    // Held but too late is passed as `failure` ('expired'): the grants
+    // here may name different slots, so their count says nothing.
+    reason: failure ?? failureReason(ctx.quorum, 0, ballots),
+    holderTtl: shortestHolderTtl(ballots),
   };
 }

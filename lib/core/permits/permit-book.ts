@@ -1,4 +1,5 @@
 import type { Clock } from '../util/clock.js';
+import { untilWoken } from '../util/wake.js';
 import type { Lock } from '../lock.js';
 
 /** One resource's permits as this process knows them. */
@@ -110,8 +111,9 @@ export class PermitBook {
 
   /**
    * Waits until a slot of one of `resources` is freed in this process, or
-   * `ms` pass, or `signal` aborts, or one of `stops` is called (`quit()`
-   * ends every wait at once). Resolves `true` when woken by a release.
+   * `ms` pass, or one of `stops` is called (`quit()` ends every wait at
+   * once); rejects with the reason of `signal` when it aborts. Resolves
+   * `true` when woken by a release.
    */
   waitForRelease(
     resources: readonly string[],
@@ -119,24 +121,24 @@ export class PermitBook {
     signal: AbortSignal | undefined,
     stops: Set<() => void>,
   ): Promise<boolean> {
-    return new Promise((resolve) => {
+    let released = false;
+    return untilWoken((wake) => {
       const entries = resources
         .map((r) => this.slots.get(r))
         .filter((e) => e !== undefined);
-      const done = (woken: boolean) => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        for (const entry of entries) entry.waiters.delete(wake);
-        stops.delete(onAbort);
-        resolve(woken);
+      const byRelease = () => {
+        released = true;
+        wake();
       };
-      const wake = () => done(true);
-      const onAbort = () => done(false);
-      stops.add(onAbort);
-      const timer = setTimeout(done, Math.max(0, ms), false);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      for (const entry of entries) entry.waiters.add(wake);
-    });
+      const timer = setTimeout(wake, Math.max(0, ms));
+      stops.add(wake);
+      for (const entry of entries) entry.waiters.add(byRelease);
+      return () => {
+        clearTimeout(timer);
+        stops.delete(wake);
+        for (const entry of entries) entry.waiters.delete(byRelease);
+      };
+    }, signal).then(() => released);
   }
 
   /** Drops what is known of `resource` once no acquire of this process uses it and it holds no slot. */

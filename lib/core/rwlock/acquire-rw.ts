@@ -1,18 +1,16 @@
-import { LockNotAcquiredError } from '../../errors/lock-not-acquired.error.js';
 import type { AcquireOptions, LockMode } from '../config/options.js';
 import { queueLife } from '../config/timing.js';
 import type { RedlockContext } from '../context.js';
 import type { Lock, LockOperations } from '../lock.js';
-import { votesOf } from '../nodes/poll.js';
 import { resolveCall, type AcquireCall } from '../operations/acquire-call.js';
 import { count } from '../operations/acquire.js';
 import { stopReason } from '../operations/stop.js';
-import { checkNoMutexHeld } from '../permits/acquire-permits.js';
 import { READ_WRITE_SHAPE, type ShapeBook } from '../shapes/shape-book.js';
 import { randomValue } from '../util/lock-value.js';
 import { rejected } from '../util/rejected.js';
 import { awaitedByQuit } from '../util/awaited-by-quit.js';
 import { checkOneSlot } from '../shapes/one-slot.js';
+import { checkNoMutexHeld, gaveUp } from '../shapes/shape-errors.js';
 import { checkShapeOptions } from '../shapes/shape-options.js';
 import { publishWait } from '../shapes/shape-events.js';
 import {
@@ -148,20 +146,4 @@ async function rwRounds(
         ),
       );
   }
-}
-
-/** The error of a read/write acquire that gave up. */
-function gaveUp(
-  call: AcquireCall,
-  attempts: number,
-  last: RwAttempt,
-): LockNotAcquiredError {
-  const reason = last.reason ?? 'busy';
-  return new LockNotAcquiredError(
-    call.resources,
-    attempts,
-    reason,
-    votesOf(last.ballots),
-    last.holderTtl ?? call.timing.ttl,
-  );
 }

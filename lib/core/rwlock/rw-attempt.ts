@@ -5,14 +5,15 @@ import { createLock, type Lock, type LockOperations } from '../lock.js';
 import { poll, type Ballot } from '../nodes/poll.js';
 import { countGranted } from '../nodes/quorum.js';
 import type { AcquireCall } from '../operations/acquire-call.js';
-import { acquireReply, RW_ACQUIRE_SCRIPT } from '../scripts/index.js';
+import { RW_ACQUIRE_SCRIPT } from '../scripts/index.js';
+import { failureReason, shortestHolderTtl } from '../operations/attempt.js';
 import { awaitedByQuit } from '../util/awaited-by-quit.js';
 import { rwKeys } from './rw-keys.js';
 import {
   sendScriptedRelease,
   type ShapeScripts,
 } from '../shapes/scripted-lock-ops.js';
-import { shapeConflict } from '../shapes/shape-conflict.js';
+import { shapeConflict } from '../shapes/shape-errors.js';
 import { AttemptEvent } from '../shapes/shape-events.js';
 
 /** The outcome of one read or write attempt. */
@@ -86,21 +87,9 @@ export async function attemptRw(
       ),
     );
   if (conflict) throw shapeConflict(call.resources, conflict);
-  const answered = ballots.filter(
-    (b) => b.outcome === 'granted' || b.outcome === 'busy',
-  ).length;
-  const ttls = ballots
-    .filter((b) => b.outcome === 'busy')
-    .map((b) => acquireReply(b.reply).holderTtl)
-    .filter((t) => t !== undefined);
   return {
     ballots,
-    reason:
-      granted >= ctx.quorum
-        ? 'expired'
-        : answered < ctx.quorum
-          ? 'unreachable'
-          : 'busy',
-    holderTtl: ttls.length ? Math.min(...ttls) : undefined,
+    reason: failureReason(ctx.quorum, granted, ballots),
+    holderTtl: shortestHolderTtl(ballots),
   };
 }

@@ -1,3 +1,5 @@
+import { untilWoken } from '../util/wake.js';
+
 /**
  * The read/write waiters of this process, by resource: a read/write lock
  * released here wakes every waiter of its resources (the readers waiting
@@ -18,8 +20,9 @@ export class RwWaiters {
   }
 
   /**
-   * Waits until woken for one of `resources`, `ms` pass, `signal` aborts,
-   * or one of `stops` is called (`quit()` ends every wait at once).
+   * Waits until woken for one of `resources`, `ms` pass, or one of `stops`
+   * is called (`quit()` ends every wait at once); rejects with the reason
+   * of `signal` when it aborts.
    */
   wait(
     resources: readonly string[],
@@ -27,26 +30,23 @@ export class RwWaiters {
     signal: AbortSignal | undefined,
     stops: Set<() => void>,
   ): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
-        stops.delete(done);
-        for (const resource of resources) {
-          const set = this.waiting.get(resource);
-          set?.delete(done);
-          if (set?.size === 0) this.waiting.delete(resource);
-        }
-        resolve();
-      };
-      const timer = setTimeout(done, Math.max(0, ms));
-      signal?.addEventListener('abort', done, { once: true });
-      stops.add(done);
+    return untilWoken((wake) => {
+      const timer = setTimeout(wake, Math.max(0, ms));
+      stops.add(wake);
       for (const resource of resources) {
         let set = this.waiting.get(resource);
         if (!set) this.waiting.set(resource, (set = new Set()));
-        set.add(done);
+        set.add(wake);
       }
-    });
+      return () => {
+        clearTimeout(timer);
+        stops.delete(wake);
+        for (const resource of resources) {
+          const set = this.waiting.get(resource);
+          set?.delete(wake);
+          if (set?.size === 0) this.waiting.delete(resource);
+        }
+      };
+    }, signal);
   }
 }
