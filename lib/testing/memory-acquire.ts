@@ -13,8 +13,7 @@ import { permitResource } from '../core/permits/permit-slots.js';
 import { checkShapeOptions } from '../core/shapes/shape-options.js';
 import {
   MUTEX_SHAPE,
-  permitsShape,
-  READ_WRITE_SHAPE,
+  shapeNameOf,
   type ShapeBook,
   type ShapeName,
 } from '../core/shapes/shape-book.js';
@@ -59,7 +58,7 @@ export async function acquireInMemory(
   checkShapeOptions(options, call.fencing);
   if (once) await Promise.resolve();
   stop(host, call, 0);
-  const shape = shapeOf(options);
+  const shape = shapeNameOf(options);
   if (shape === MUTEX_SHAPE) {
     if (host.shapes.size > 0) host.shapes.check(call.resources, MUTEX_SHAPE);
     return rounds(host, call, options, once);
@@ -167,13 +166,6 @@ function takePermits(
     counters: call.keys,
   };
   return store.take(host.ops, slotCall, now)!;
-}
-
-function shapeOf(options: AcquireOptions | undefined): ShapeName {
-  if (options?.mode !== undefined) return READ_WRITE_SHAPE;
-  return options?.permits === undefined
-    ? MUTEX_SHAPE
-    : permitsShape(options.permits);
 }
 
 /** Refuses a semaphore or read/write lock on a resource held as a mutex (mutexes are not in the `ShapeBook`). */

@@ -1,10 +1,5 @@
 import type { LockMode, RunOptions } from '../core/config/options.js';
-import {
-  MUTEX_SHAPE,
-  permitsShape,
-  READ_WRITE_SHAPE,
-  type ShapeName,
-} from '../core/shapes/shape-book.js';
+import { shapeNameOf } from '../core/shapes/shape-book.js';
 import { LockShapeError } from '../errors/lock-shape.error.js';
 import { LockUpgradeError } from '../errors/lock-upgrade.error.js';
 import type { RedlockError } from '../errors/redlock.error.js';
@@ -50,13 +45,9 @@ export function joinRefusal(
       : undefined;
   if (held.mode === requested.mode && held.permits === requested.permits)
     return undefined;
-  return new LockShapeError(resource, nameOf(requested), nameOf(held));
-}
-
-/** A shape as `LockShapeError` names it. */
-function nameOf(shape: CallShape): ShapeName {
-  if (shape.mode !== undefined) return READ_WRITE_SHAPE;
-  return shape.permits === undefined
-    ? MUTEX_SHAPE
-    : permitsShape(shape.permits);
+  return new LockShapeError(
+    resource,
+    shapeNameOf(requested),
+    shapeNameOf(held),
+  );
 }

@@ -15,6 +15,16 @@ export const READ_WRITE_SHAPE: ShapeName = 'read/write';
 /** The shape name of a mutex. */
 export const MUTEX_SHAPE: ShapeName = 'mutex';
 
+/** The shape a call's options ask for (`mode`, `permits`, or neither: a mutex). */
+export function shapeNameOf(
+  options: { readonly permits?: number; readonly mode?: unknown } | undefined,
+): ShapeName {
+  if (options?.mode !== undefined) return READ_WRITE_SHAPE;
+  return options?.permits === undefined
+    ? MUTEX_SHAPE
+    : permitsShape(options.permits);
+}
+
 /** What a node reports when a resource's key holds a lock value: a mutex's, or a read/write lock's writer's. */
 export const MUTEX_OR_WRITER_SHAPE: ShapeName = 'mutex or writer';
 
