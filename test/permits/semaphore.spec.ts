@@ -200,7 +200,20 @@ describe('semaphore (permits) on real nodes', () => {
   it('refuses another shape held by another process, as the nodes report it, and blocks a mutex there', async () => {
     const a = make();
     const b = make();
+    const counts = () =>
+      Promise.all(
+        admin.map(
+          async (c) => (await c.keys(`${keyPrefix}remote-shape*`)).length,
+        ),
+      );
     const held = await a.acquire('remote-shape', { permits: 4 });
+    // Held once a quorum took it; a node still connecting (a fresh
+    // instance) gets the mark later. Every node has it before b comes, or
+    // b's mutex could take that node first (and the mark never land there).
+    await settledTo(
+      counts,
+      admin.map(() => 2),
+    );
     const other = await b
       .acquire('remote-shape', { permits: 2, waitTimeout: 2000 })
       .catch((e: unknown) => e);
@@ -216,12 +229,6 @@ describe('semaphore (permits) on real nodes', () => {
     // No key of the refused calls is left behind.
     await flushed(a);
     await flushed(b);
-    const counts = () =>
-      Promise.all(
-        admin.map(
-          async (c) => (await c.keys(`${keyPrefix}remote-shape*`)).length,
-        ),
-      );
     expect(
       await settledTo(
         counts,
