@@ -23,14 +23,22 @@ export function openShapes(ctx: RedlockContext): ShapesHost {
   const waiters = new RwWaiters();
   const rw = rwScripts(ctx.config.metaPrefix);
   const permits = permitScripts(ctx.config.metaPrefix);
+  const book = new PermitBook(ctx.clock);
   return {
     ctx,
-    book: new PermitBook(ctx.clock),
+    book,
     shapes: new ShapeBook(),
     waiters,
     permitScripts: permits,
-    // A permit's release wakes a waiter through the PermitBook.
-    permitOps: scriptedLockOperations(ctx, permits, () => undefined),
+    // A permit's release passes it on or wakes a waiter through the PermitBook.
+    permitOps: scriptedLockOperations(
+      ctx,
+      permits,
+      () => undefined,
+      (lock) =>
+        ctx.config.localHandoff > 0 &&
+        book.passOn(lock, ctx.config.localHandoff),
+    ),
     rwScripts: rw,
     rwOps: scriptedLockOperations(ctx, rw, (lock) =>
       waiters.wake(lock.resources),

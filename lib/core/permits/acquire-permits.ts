@@ -1,6 +1,7 @@
 import type { AcquireOptions } from '../config/options.js';
 import type { RedlockContext } from '../context.js';
-import type { Lock, LockOperations } from '../lock.js';
+import { channels, valueHash } from '../events/channels.js';
+import { createLock, type Lock, type LockOperations } from '../lock.js';
 import { resolveCall, type AcquireCall } from '../operations/acquire-call.js';
 import { count } from '../operations/acquire.js';
 import { stopReason } from '../operations/stop.js';
@@ -77,7 +78,28 @@ async function permitRounds(
   const giveUpAt = ctx.clock.now() + timing.waitTimeout;
   let attempts = 0;
   let last: PermitAttempt | undefined;
+  // A permit lock of this process passed on as it stands (PermitBook.passOn).
+  let handed: Lock | undefined;
+  const take =
+    resources.length === 1 && !call.fencing
+      ? (lock: Lock) => {
+          if (lock.ttl !== timing.ttl) return undefined;
+          handed = createLock(host.permitOps, {
+            resources: lock.resources,
+            keys: lock.keys,
+            value: lock.value,
+            ttl: lock.ttl,
+            deadline: lock.deadline,
+            shape: lock.shape,
+            waited: true,
+            waitedInRedis: lock.waitedInRedis,
+          });
+          ctx.held.add(handed);
+          return passedOn(handed);
+        }
+      : undefined;
   for (;;) {
+    const seen = book.freesOf(resources);
     for (const candidates of attemptsOf(
       resources.map((r) => book.candidates(r)),
     )) {
@@ -128,18 +150,37 @@ async function permitRounds(
     const stopped = stopReason(ctx, resources, attempts, signal);
     if (stopped !== undefined) throw stopped;
     ctx.stats.retries++;
+    // A slot freed here while the attempt was out: its wake-up came already.
+    if (book.claimFree(resources, seen)) continue;
     publishWait(resources, attempts, remaining, last?.holderTtl, { permits });
     // A poll: every slot is worth a new try after it, held elsewhere or not.
     const poll = timing.retryDelay + Math.random() * timing.retryJitter;
     const leaseEnds = Math.min(
       ...resources.map((r) => (book.nextFree(r) ?? Infinity) - ctx.clock.now()),
     );
-    const woken = await book.waitForRelease(
-      resources,
-      Math.min(remaining, poll, leaseEnds + 1),
-      signal,
-      ctx.readyWaits,
-    );
+    const woken = await book
+      .waitForRelease(
+        resources,
+        Math.min(remaining, poll, leaseEnds + 1),
+        signal,
+        ctx.readyWaits,
+        take,
+      )
+      .catch(async (error: unknown) => {
+        // Aborted after a lease passed to this caller: it goes on.
+        await handed?.release();
+        throw error;
+      });
+    if (handed) {
+      const lock = handed;
+      const late = stopReason(ctx, resources, attempts, signal);
+      if (late !== undefined) {
+        await lock.release();
+        throw late;
+      }
+      count(ctx, true);
+      return lock;
+    }
     if (!woken) for (const r of resources) book.forgetBusy(r);
   }
 }
@@ -164,4 +205,16 @@ function attemptsOf(candidates: number[][]): number[][][] {
   return Array.from({ length: rounds }, (_, k) =>
     candidates.map((c) => [c[k]]),
   );
+}
+
+/** `lock`, the permit lease that just passed within the process: told to the `handover` channel. */
+function passedOn(lock: Lock): Lock {
+  if (channels.handover.hasSubscribers)
+    channels.handover.publish({
+      resources: lock.resources,
+      valueHash: valueHash(lock.value),
+      via: 'queue',
+      ...lock.shape,
+    });
+  return lock;
 }

@@ -42,16 +42,26 @@ export function sendScriptedRelease(
   );
 }
 
+/** A release that passed the lease to another caller of this process: no node asked. */
+const HANDED_OVER: ReleaseResult = {
+  released: true,
+  expired: false,
+  handedOver: true,
+  nodes: [],
+};
+
 /**
  * What a semaphore's or read/write lock's `Lock` calls back: its shape's
- * own extend, release and let-expire scripts. Released on the nodes at
- * once, without the mutex's in-process handoff: `wake` tells the waiters
- * of this process, which ask the nodes.
+ * own extend, release and let-expire scripts. A release first offers the
+ * lease to a caller of this process (`passOn`, true when one took it);
+ * otherwise it goes to the nodes, and then `wake` tells the waiters of
+ * this process, which ask the nodes.
  */
 export function scriptedLockOperations(
   ctx: RedlockContext,
   scripts: ShapeScripts,
   wake: (lock: Lock) => void,
+  passOn: (lock: Lock) => boolean = () => false,
 ): LockOperations {
   const after = (lock: Lock) => (result: ReleaseResult) => {
     wake(lock);
@@ -70,7 +80,9 @@ export function scriptedLockOperations(
     releaseLock: (lock) => {
       ctx.held.delete(lock);
       const run = () =>
-        awaitedByQuit(ctx, release(ctx, scripts, lock)).then(after(lock));
+        !ctx.closed && passOn(lock)
+          ? Promise.resolve(HANDED_OVER)
+          : awaitedByQuit(ctx, release(ctx, scripts, lock)).then(after(lock));
       return channels.release.hasSubscribers ? traceRelease(lock, run) : run();
     },
     leaveLock: (lock, ms) => {
