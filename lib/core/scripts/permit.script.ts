@@ -31,6 +31,14 @@ local function keepMark(k, h, mark)
   redis.call('SET', k, mark, 'PX', left)
   redis.call('PEXPIRE', h, left)
 end
+-- keepMark after a holder was just added: the last lease is at least its
+-- own, so nothing to prune (a release prunes).
+local function stretchMark(k, h, mark)
+  local last = redis.call('ZRANGE', h, -1, -1, 'WITHSCORES')
+  local left = math.max(1, tonumber(last[2]) - now)
+  redis.call('SET', k, mark, 'PX', left)
+  redis.call('PEXPIRE', h, left)
+end
 `;
 
 const ACQUIRE_LUA =
@@ -48,23 +56,26 @@ for j = 1, m do
     if string.sub(cur, 1, 1) ~= '~' then cur = '' end
     return {-3, cur, j}
   end
-  local shortest
   for t = 1, c do
-    local s = KEYS[(1 + t) * m + j]
-    local held = redis.call('GET', s)
+    local held = redis.call('GET', KEYS[(1 + t) * m + j])
     if not held or held == value then
       choice[j] = t
       break
     end
-    local left = math.max(0, redis.call('PTTL', s))
-    if not shortest or left < shortest then shortest = left end
   end
-  if not choice[j] then return -2 - shortest end
+  if not choice[j] then
+    -- Every candidate is held: the first lease of a holder here to end
+    -- (two calls instead of a PTTL per candidate; a hint for the wait).
+    redis.call('ZREMRANGEBYSCORE', KEYS[m + j], '-inf', now)
+    local first = redis.call('ZRANGE', KEYS[m + j], 0, 0, 'WITHSCORES')
+    if #first == 0 then return -2 end
+    return -2 - math.max(0, tonumber(first[2]) - now)
+  end
 end
 for j = 1, m do
   redis.call('SET', KEYS[(1 + choice[j]) * m + j], value, 'PX', ttl)
   redis.call('ZADD', KEYS[m + j], now + ttl, value)
-  keepMark(KEYS[j], KEYS[m + j], mark)
+  stretchMark(KEYS[j], KEYS[m + j], mark)
 end
 local reply = {1, choice[1]}
 if fencing then
@@ -92,7 +103,8 @@ return reply
  * the first resource (1-based; the caller sends several candidates only
  * for one resource), the counters with fencing (as the mutex's acquire
  * script); `-2 - pttl` when every candidate of a resource is held by
- * another value (`pttl`: the shortest lease left); `{-3, mark, j}` when
+ * another value (`pttl`: the shortest lease left of the resource's
+ * holders on the node); `{-3, mark, j}` when
  * resource `j`'s key holds another shape (its mark, or `""` for a mutex or
  * a writer).
  */
