@@ -98,7 +98,12 @@ async function rwRounds(
         intentLife,
       );
       ctx.active.set(attempt, timing.nodeTimeout);
-      last = await attempt.finally(() => ctx.active.delete(attempt));
+      const seen = host.waiters.attempting(resources);
+      let missed = false;
+      last = await attempt.finally(() => {
+        ctx.active.delete(attempt);
+        missed = host.waiters.attempted(resources, seen);
+      });
       if (last.lock) {
         const late = stopReason(ctx, resources, attempts, signal);
         if (late !== undefined) {
@@ -120,6 +125,8 @@ async function rwRounds(
       const stopped = stopReason(ctx, resources, attempts, signal);
       if (stopped !== undefined) throw stopped;
       ctx.stats.retries++;
+      // Released here while the attempt was out: its wake-up came already.
+      if (missed) continue;
       publishWait(resources, attempts, remaining, last.holderTtl, { mode });
       const poll = timing.retryDelay + Math.random() * timing.retryJitter;
       await host.waiters.wait(

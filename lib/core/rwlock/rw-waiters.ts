@@ -8,15 +8,50 @@ import { untilWoken } from '../util/wake.js';
  */
 export class RwWaiters {
   private readonly waiting = new Map<string, Set<() => void>>();
+  /** Resources with attempts out: how many, and the releases here since the first. */
+  private readonly out = new Map<
+    string,
+    { attempts: number; releases: number }
+  >();
 
-  /** Wakes the waiters of `resources`. */
+  /** Wakes the waiters of `resources`, and tells the attempts out on them (see {@link attempted}). */
   wake(resources: readonly string[]): void {
     for (const resource of resources) {
+      const entry = this.out.get(resource);
+      if (entry) entry.releases++;
       const set = this.waiting.get(resource);
       if (!set) continue;
       this.waiting.delete(resource);
       for (const wake of set) wake();
     }
+  }
+
+  /** An attempt on `resources` goes out: what {@link attempted} compares with. */
+  attempting(resources: readonly string[]): number[] {
+    return resources.map((resource) => {
+      let entry = this.out.get(resource);
+      if (!entry)
+        this.out.set(resource, (entry = { attempts: 0, releases: 0 }));
+      entry.attempts++;
+      return entry.releases;
+    });
+  }
+
+  /**
+   * The attempt started with {@link attempting} is back: whether a lock of
+   * one of its resources was released here meanwhile. A refused attempt
+   * then asks again at once: it was not waiting yet, so the release's
+   * wake-up missed it.
+   */
+  attempted(resources: readonly string[], seen: readonly number[]): boolean {
+    let released = false;
+    resources.forEach((resource, j) => {
+      const entry = this.out.get(resource);
+      if (!entry) return;
+      if (entry.releases > seen[j]) released = true;
+      if (--entry.attempts === 0) this.out.delete(resource);
+    });
+    return released;
   }
 
   /**
