@@ -127,12 +127,14 @@ return redis.call('EXISTS', KEYS[1], ARGV[1])`;
       'permit-acquire',
       'permit-extend',
       'permit-release',
+      'permit-release (cluster)',
       'recreate',
       'release',
       'release (cluster)',
       'rw-acquire',
       'rw-extend',
       'rw-release',
+      'rw-release (cluster)',
     ]);
     const called = new Set(
       all.flatMap(({ script }) =>

@@ -105,8 +105,25 @@ export class Contention implements ContentionParts {
   }
 
   /** Records release messages naming `value` between waits (see `ReleaseListener.expect`). */
-  expect(keys: readonly string[], value: string): (() => void) | undefined {
-    return this.listener.expect(keys, value);
+  expect(
+    keys: readonly string[],
+    value: string,
+    orAny = false,
+  ): (() => void) | undefined {
+    return this.listener.expect(keys, value, orAny);
+  }
+
+  /** The channel release messages reach this instance on (see `ReleaseListener.channel`). */
+  get channel(): string {
+    return this.listener.channel;
+  }
+
+  /**
+   * Calls `wake` when a release of one of `keys` names `value`, or a value
+   * nobody here listens for (see `ReleaseListener.listen`); returns the stop.
+   */
+  listen(keys: readonly string[], value: string, wake: () => void): () => void {
+    return this.listener.listen(keys, value, wake, true);
   }
 
   /** Waits as the wait strategy says, until the next attempt should start. */

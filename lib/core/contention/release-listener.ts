@@ -8,27 +8,8 @@ import type { RedlockNode } from '../nodes/redlock-node.js';
 import { parseReleaseMessage } from '../scripts/release-message.js';
 import { bitCount, nodeBit } from '../util/node-mask.js';
 import { NONE_GIVEN, type GivenNotes } from './queue-place.js';
+import { QUORUM_GRACE_MS, type Listening } from './listening.js';
 import { subscribeServer } from './server-subscriber.js';
-
-/** One waiting acquire, as the listener sees it. */
-interface Listening {
-  /** The keys it waits for. */
-  readonly keys: readonly string[];
-  /** The waiter's lock value (the release message may name it). */
-  readonly value: string | undefined;
-  /** The current wait's callback; none between the waits of an expected value (see `expect`). */
-  wake?: () => void;
-  /** Nodes that announced a release to this waiter (bit i: node i). */
-  heard: number;
-  /** Wakes the waiter a little after the first announcement (see `deliver`). */
-  timer?: NodeJS.Timeout;
-}
-
-/**
- * After the first node's announcement, how long to wait for a quorum of
- * them before trying anyway (a node may name another waiter, or be down).
- */
-const QUORUM_GRACE_MS = 5;
 
 /**
  * Hears release announcements (see the release script) and wakes the
@@ -91,7 +72,9 @@ export class ReleaseListener {
   }
 
   /**
-   * Calls `wake` when a release of any of `keys` names `value`. Returns the function that stops listening; call it once woken too.
+   * Calls `wake` when a release of any of `keys` names `value` (`orAny`:
+   * or a value nobody here listens for). Returns the function that stops
+   * listening; call it once woken too.
    * For a value under `expect`, announcements heard since the last wait
    * count: a quorum of them wakes at once.
    */
@@ -99,11 +82,12 @@ export class ReleaseListener {
     keys: readonly string[],
     value: string | undefined,
     wake: () => void,
+    orAny = false,
   ): () => void {
     this.subscribe();
     const expected = value === undefined ? undefined : this.expected.get(value);
     if (expected) return this.attach(expected, wake);
-    const entry: Listening = { keys, value, wake, heard: 0 };
+    const entry: Listening = { keys, value, wake, heard: 0, orAny };
     this.add(keys, entry);
     return () => {
       clearTimeout(entry.timer);
@@ -121,12 +105,16 @@ export class ReleaseListener {
    * listens at all (its first wait subscribes): before, nothing can be
    * heard: it returns `undefined`, and the caller asks again after its
    * first wait. Returns the function that stops, and forgets the value's
-   * notes.
+   * notes. `orAny`: as `listen`'s.
    */
-  expect(keys: readonly string[], value: string): (() => void) | undefined {
+  expect(
+    keys: readonly string[],
+    value: string,
+    orAny = false,
+  ): (() => void) | undefined {
     if (!this.subscribers) return undefined;
     if (this.expected.has(value)) return () => {};
-    const entry: Listening = { keys, value, heard: 0 };
+    const entry: Listening = { keys, value, heard: 0, orAny };
     this.expected.set(value, entry);
     this.add(keys, entry);
     return () => {
@@ -248,18 +236,25 @@ export class ReleaseListener {
     if (!message) return;
     const set = this.waiting.get(message.key);
     if (!set) return;
+    let anyone: Listening | undefined;
     for (const entry of set) {
       if (entry.value === message.value) {
-        const bit = nodeBit(node);
         if (message.given) this.noteGiven(message.value, node, message.givenAt);
-        entry.heard |= bit;
-        // Between the waits of an expected value: noted for the next one.
-        if (!entry.wake) return;
-        if (bitCount(entry.heard) >= this.quorum) this.fire(entry);
-        else this.startGrace(entry);
+        this.heard(entry, node);
         return;
       }
+      if (entry.orAny && entry.wake && !anyone) anyone = entry;
     }
+    if (anyone && !message.given) this.heard(anyone, node);
+  }
+
+  /** Node `node` announced a release to `entry`'s waiter. */
+  private heard(entry: Listening, node: number): void {
+    entry.heard |= nodeBit(node);
+    // Between the waits of an expected value: noted for the next one.
+    if (!entry.wake) return;
+    if (bitCount(entry.heard) >= this.quorum) this.fire(entry);
+    else this.startGrace(entry);
   }
 
   /** Records that node `node` gave `value` the key at `time` (node clock; NaN when it did not say). */

@@ -4,18 +4,24 @@ import {
   permitsMark,
 } from '../scripts/index.js';
 import type { ShapeScripts } from '../shapes/scripted-lock-ops.js';
+import { wakeListKey } from '../shapes/wake-list.js';
 import { resourceKeyOf } from './permit-slots.js';
 
 /**
  * The keys the permit scripts are sent for a lock's slot keys, column by
- * column: the resource keys, the slot keys, the holders.
+ * column: the resource keys, the slot keys, the holders, the wake lists.
  */
 export function permitScriptKeys(
   metaPrefix: string,
   slotKeys: readonly string[],
 ): string[] {
   const keys = slotKeys.map(resourceKeyOf);
-  return [...keys, ...slotKeys, ...keys.map((k) => holdersKey(metaPrefix, k))];
+  return [
+    ...keys,
+    ...slotKeys,
+    ...keys.map((k) => holdersKey(metaPrefix, k)),
+    ...keys.map((k) => wakeListKey(metaPrefix, k)),
+  ];
 }
 
 /** The holders of a semaphore's permits on a node (see `PERMIT_ACQUIRE_SCRIPT`). */

@@ -13,6 +13,7 @@ import { checkOneSlot } from '../shapes/one-slot.js';
 import { checkNoMutexHeld, gaveUp } from '../shapes/shape-errors.js';
 import { checkShapeOptions } from '../shapes/shape-options.js';
 import { publishWait } from '../shapes/shape-events.js';
+import { WakeList } from '../shapes/wake-list.js';
 import {
   sendScriptedRelease,
   type ShapeScripts,
@@ -83,11 +84,13 @@ async function rwRounds(
   let attempts = 0;
   let last: RwAttempt | undefined;
   let held = false;
+  const wake = new WakeList(ctx, keys, timing, !once);
   try {
     for (;;) {
       const stop = stopReason(ctx, resources, attempts, signal);
       if (stop !== undefined) throw stop;
       attempts++;
+      wake.expect();
       const attempt = attemptRw(
         ctx,
         host.rwOps,
@@ -96,6 +99,7 @@ async function rwRounds(
         mode,
         value,
         intentLife,
+        wake,
       );
       ctx.active.set(attempt, timing.nodeTimeout);
       const seen = host.waiters.attempting(resources);
@@ -134,9 +138,11 @@ async function rwRounds(
         Math.min(remaining, poll, (last.holderTtl ?? Infinity) + 1),
         signal,
         ctx.readyWaits,
+        (woken) => wake.listen(woken),
       );
     }
   } finally {
+    wake.close();
     // A writer that gives up (or tries once) drops its intent, or readers
     // would wait for a writer that is gone until the intent lapses.
     if (mode === 'write' && attempts > 0 && !held)

@@ -15,6 +15,7 @@ import {
 } from '../shapes/scripted-lock-ops.js';
 import { shapeConflict } from '../shapes/shape-errors.js';
 import { AttemptEvent } from '../shapes/shape-events.js';
+import type { WakeList } from '../shapes/wake-list.js';
 
 /** The outcome of one read or write attempt. */
 export interface RwAttempt {
@@ -28,7 +29,8 @@ export interface RwAttempt {
 /**
  * One read or write attempt on every node at once, held as a mutex's is:
  * a quorum of grants within the lease less the drift. Otherwise what was
- * granted is taken back (a writer keeps its intent: it waits on).
+ * granted is taken back (a writer keeps its intent: it waits on). A node
+ * that refuses it puts `wake`'s entry on its wake list.
  */
 export async function attemptRw(
   ctx: RedlockContext,
@@ -38,6 +40,7 @@ export async function attemptRw(
   mode: LockMode,
   value: string,
   intentLife: number,
+  wake: WakeList,
 ): Promise<RwAttempt> {
   const { timing, keys } = call;
   const start = ctx.clock.now();
@@ -49,7 +52,13 @@ export async function attemptRw(
     {
       script: RW_ACQUIRE_SCRIPT,
       keys: rwKeys(ctx.config.metaPrefix, keys),
-      args: [value, ttl, mode === 'write' ? 'w' : 'r', intentLife],
+      args: [
+        value,
+        ttl,
+        mode === 'write' ? 'w' : 'r',
+        intentLife,
+        ...(wake.member === undefined ? [] : [wake.member, wake.life]),
+      ],
     },
     (reply, i) => {
       if (Array.isArray(reply)) conflict = reply;

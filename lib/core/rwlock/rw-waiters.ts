@@ -57,16 +57,19 @@ export class RwWaiters {
   /**
    * Waits until woken for one of `resources`, `ms` pass, or one of `stops`
    * is called (`quit()` ends every wait at once); rejects with the reason
-   * of `signal` when it aborts.
+   * of `signal` when it aborts. `listen`: another source of wake-ups
+   * (releases elsewhere), which returns its stop.
    */
   wait(
     resources: readonly string[],
     ms: number,
     signal: AbortSignal | undefined,
     stops: Set<() => void>,
+    listen?: (wake: () => void) => () => void,
   ): Promise<void> {
     return untilWoken((wake) => {
       const timer = setTimeout(wake, Math.max(0, ms));
+      const unlisten = listen?.(wake);
       stops.add(wake);
       for (const resource of resources) {
         let set = this.waiting.get(resource);
@@ -75,6 +78,7 @@ export class RwWaiters {
       }
       return () => {
         clearTimeout(timer);
+        unlisten?.();
         stops.delete(wake);
         for (const resource of resources) {
           const set = this.waiting.get(resource);

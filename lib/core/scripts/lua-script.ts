@@ -52,13 +52,23 @@ export interface ScriptCall {
  * `declared`: for a script that reaches meta keys, where it finds the meta
  * prefix, and (`clusterSource`) its Redis Cluster variant if it differs;
  * both are then run with the meta keys declared (see `DECLARED_KEYS_LUA`).
+ * A script that declares all its keys itself may still give a
+ * `clusterSource` alone.
  */
 export function defineScript(
   name: string,
   source: string,
-  declared?: MetaKeysRule & { readonly clusterSource?: string },
+  declared?:
+    | (MetaKeysRule & { readonly clusterSource?: string })
+    | { readonly clusterSource: string },
 ): LuaScript {
   if (declared === undefined) return hashed(name, source);
+  if (!('kinds' in declared)) {
+    // Declares every key itself; only its Cluster variant differs.
+    const script = hashed(name, source);
+    if (declared.clusterSource === source) return script;
+    return { ...script, forCluster: hashed(name, declared.clusterSource) };
+  }
   const { clusterSource, ...metaKeys } = declared;
   const script = hashed(name, DECLARED_KEYS_LUA + source, metaKeys);
   if (clusterSource === undefined || clusterSource === source) return script;

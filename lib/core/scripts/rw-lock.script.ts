@@ -1,4 +1,5 @@
 import { defineScript } from './lua-script.js';
+import { shapeWakeLua, WAIT_HERE_LUA } from './shape-wake.lua.js';
 
 /**
  * The value a read/write lock's key holds while readers hold it: never a
@@ -9,20 +10,21 @@ import { defineScript } from './lua-script.js';
 export const READERS_MARK = '~readers';
 
 /**
- * Shared by the read/write scripts. KEYS: three per resource, column by
- * column (`[k1, k2, rd1, rd2, wi1, wi2]` for two resources, as a Cluster
+ * Shared by the read/write scripts. KEYS: four per resource, column by
+ * column (`[k1, k2, rd1, rd2, wi1, wi2, sw1, sw2]` for two resources, as a Cluster
  * node splits keys by slot): the lock key (the writer's value, or
  * READERS_MARK while readers hold it, living as long as the last reader),
  * its readers (a sorted set of reader values scored by the node time, in
  * ms, at which each expires) and its writer intent (the value of a writer
  * that readers refused: new readers are refused while it lives, so a
- * stream of readers cannot starve it).
+ * stream of readers cannot starve it), and its wake list (see
+ * WAIT_HERE_LUA).
  */
 const RW_LUA = `
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local MARK = '${READERS_MARK}'
-local n = #KEYS / 3
+local n = #KEYS / 4
 -- The expiry (node ms) of the last live reader, dropping expired ones.
 local function lastReader(rd)
   redis.call('ZREMRANGEBYSCORE', rd, '-inf', now)
@@ -44,14 +46,17 @@ end
 
 const ACQUIRE_LUA =
   RW_LUA +
+  WAIT_HERE_LUA +
   `
 local value, ttl, write, life = ARGV[1], tonumber(ARGV[2]), ARGV[3] == 'w', ARGV[4]
+local member, wakeLife = ARGV[5], tonumber(ARGV[6])
 for i = 1, n do
   local k, rd, wi = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
   local cur = redis.call('GET', k)
   if cur and cur ~= MARK and cur ~= value then
     -- A semaphore's mark: another shape, and which resource.
     if string.sub(cur, 1, 1) == '~' then return {-3, cur, i} end
+    waitHere(KEYS[3 * n + i], member, wakeLife, now)
     return -2 - math.max(0, redis.call('PTTL', k))
   end
   local intent = redis.call('GET', wi)
@@ -61,15 +66,21 @@ for i = 1, n do
       if not intent or intent == value then
         redis.call('SET', wi, value, 'PX', life)
       end
+      waitHere(KEYS[3 * n + i], member, wakeLife, now)
       return -2 - (last - now)
     end
-    if intent and intent ~= value then return -1 end
+    if intent and intent ~= value then
+      waitHere(KEYS[3 * n + i], member, wakeLife, now)
+      return -1
+    end
   elseif intent then
+    waitHere(KEYS[3 * n + i], member, wakeLife, now)
     return -1
   end
 end
 for i = 1, n do
   local k, rd, wi = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
+  leaveHere(KEYS[3 * n + i], member)
   if write then
     redis.call('SET', k, value, 'PX', ttl)
     redis.call('DEL', rd)
@@ -84,10 +95,12 @@ return 1
 
 /**
  * Takes a read or write lock on every resource of a call on one node, all
- * or nothing. KEYS: three per resource, column by column (see RW_LUA). ARGV[1]: the lock
- * value, ARGV[2]: the lease in ms, ARGV[3]: `r` (read) or `w` (write),
- * ARGV[4]: how long a writer's intent lives unless its next attempt renews
- * it, in ms.
+ * or nothing. KEYS: four per resource, column by column (see RW_LUA).
+ * ARGV[1]: the lock value, ARGV[2]: the lease in ms, ARGV[3]: `r` (read)
+ * or `w` (write), ARGV[4]: how long a writer's intent lives unless its
+ * next attempt renews it, in ms; then, for a caller woken by releases,
+ * ARGV[5]: its wake-list entry, ARGV[6]: how long that lives (ms): a
+ * refusal puts it on the list, a grant takes it off.
  *
  * A writer is granted when the key is free (or ours) and no reader lives;
  * a reader when no writer holds the key and no writer's intent lives. A
@@ -104,37 +117,57 @@ return 1
  */
 export const RW_ACQUIRE_SCRIPT = defineScript('rw-acquire', ACQUIRE_LUA);
 
-const RELEASE_LUA =
-  RW_LUA +
-  `
+/** The release's source, for a single server or (`sharded`) a Cluster node. */
+function releaseSource(sharded: boolean): string {
+  return (
+    RW_LUA +
+    shapeWakeLua(sharded) +
+    `
 local value, keepIntent = ARGV[1], ARGV[2] == '1'
 local deleted = 0
 for i = 1, n do
   local k, rd, wi = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
   local cur = redis.call('GET', k)
+  -- The writer gone, the last reader, or a writer's intent: whoever the
+  -- node refused may go now (every reader, or a writer).
+  local freed = false
   if cur == value then
     redis.call('DEL', k)
     deleted = deleted + 1
+    freed = true
   elseif redis.call('ZREM', rd, value) == 1 then
     deleted = deleted + 1
-    if cur == MARK then keepReaders(k, rd) end
+    if cur == MARK then
+      keepReaders(k, rd)
+      freed = redis.call('EXISTS', k) == 0
+    end
   end
   if not keepIntent and redis.call('GET', wi) == value then
     redis.call('DEL', wi)
+    freed = true
   end
+  if freed then wakeAll(KEYS[3 * n + i], k, now) end
 end
 return deleted
-`;
+`
+  );
+}
 
 /**
  * Deletes a read or write lock on one node: the key if it holds our value
  * (a writer), our reader entry otherwise (the key then lives as long as
  * the last reader left, or goes with it). Never another holder's entry.
- * KEYS: three per resource. ARGV[1]: the lock value, ARGV[2]: `1` to keep
+ * The writer gone, the last reader gone, or a writer's intent dropped
+ * tells every waiter on the wake list.
+ * KEYS: four per resource. ARGV[1]: the lock value, ARGV[2]: `1` to keep
  * our writer intent (a failed attempt that waits on), else it is deleted.
  * Returns how many resources it released.
  */
-export const RW_RELEASE_SCRIPT = defineScript('rw-release', RELEASE_LUA);
+export const RW_RELEASE_SCRIPT = defineScript(
+  'rw-release',
+  releaseSource(false),
+  { clusterSource: releaseSource(true) },
+);
 
 const EXTEND_LUA =
   RW_LUA +
@@ -164,7 +197,7 @@ return 1
  * Sets the lease of a read or write lock on one node again, all or
  * nothing, only where each entry is still ours and live (never brought
  * back: it may have been granted to a conflicting holder meanwhile).
- * KEYS: three per resource. ARGV[1]: the lock value, ARGV[2]: the lease
+ * KEYS: four per resource. ARGV[1]: the lock value, ARGV[2]: the lease
  * in ms (shorter than before for `letExpire`). Returns 1, or 0.
  */
 export const RW_EXTEND_SCRIPT = defineScript('rw-extend', EXTEND_LUA);

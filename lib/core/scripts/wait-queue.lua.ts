@@ -114,9 +114,14 @@ local function announce(channel, key, message)
 end
 `;
 
+/** `announce(channel, key, message)` for a single server, or (`sharded`) a Cluster node. */
+export function announceLua(sharded: boolean): string {
+  return sharded ? SPUBLISH_LUA : PUBLISH_LUA;
+}
+
 /** The wait queue helpers for a single server, or (`sharded`) a Cluster. */
 export function waitQueueLua(sharded = false): string {
-  return (sharded ? SPUBLISH_LUA : PUBLISH_LUA) + WAIT_QUEUE_LUA;
+  return announceLua(sharded) + WAIT_QUEUE_LUA;
 }
 
 /**

@@ -1,0 +1,118 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { JitteredRetry, Redlock, type Lock } from 'nestjs-redlock';
+import {
+  closeAll,
+  inspect,
+  quorumUrls,
+  settledTo,
+  uniquePrefix,
+} from '../utils/nodes.js';
+
+// Waiters of another instance (another process, as far as the lock can
+// tell) are woken by a release that frees room, through the nodes' wake
+// lists and the release listener, instead of sleeping until their poll.
+describe('semaphores and read/write locks: wake-ups across processes', () => {
+  const keyPrefix = uniquePrefix('wake');
+  const metaPrefix = uniquePrefix('wake-meta');
+  const admin = inspect(quorumUrls());
+  const redlocks: Redlock[] = [];
+  const make = (options: { waitStrategy?: JitteredRetry } = {}) => {
+    const r = new Redlock({
+      clients: quorumUrls(),
+      keyPrefix,
+      metaPrefix,
+      ...options,
+    });
+    redlocks.push(r);
+    return r;
+  };
+  afterAll(async () => {
+    await Promise.all(redlocks.map((r) => r.quit()));
+    await closeAll(admin);
+  });
+
+  // A poll no test below should need: only a wake-up ends the wait in time.
+  const patient = { waitTimeout: 30_000, retryDelay: 20_000, retryJitter: 0 };
+
+  /** Resolves once `r` has made `n` more waits (its waiter is parked). */
+  const parked = async (r: Redlock, before: number, n = 1) => {
+    const until = performance.now() + 10_000;
+    while (r.stats.retries < before + n && performance.now() < until)
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    expect(r.stats.retries).toBeGreaterThanOrEqual(before + n);
+  };
+
+  /** `asked`, or 'slept' if it is not settled within 10 s (its poll is 20 s). */
+  const inTime = (asked: Promise<Lock>) =>
+    Promise.race([
+      asked,
+      new Promise<'slept'>((resolve) =>
+        setTimeout(() => resolve('slept'), 10_000).unref(),
+      ),
+    ]);
+
+  /** The wake lists of `resource`, node by node: their entries. */
+  const wakeLists = (resource: string) =>
+    Promise.all(
+      admin.map((c) =>
+        c.zrange(`${metaPrefix}sw:${keyPrefix}${resource}`, '0', '-1'),
+      ),
+    );
+
+  const cases: {
+    name: string;
+    held: { permits?: number; mode?: 'read' | 'write' };
+    waiting: { permits?: number; mode?: 'read' | 'write' };
+  }[] = [
+    { name: 'a permit', held: { permits: 1 }, waiting: { permits: 1 } },
+    { name: 'a writer', held: { mode: 'write' }, waiting: { mode: 'read' } },
+    {
+      name: 'the last reader',
+      held: { mode: 'read' },
+      waiting: { mode: 'write' },
+    },
+  ];
+  for (const { name, held, waiting } of cases) {
+    it(`wakes a waiter of another instance when ${name} is released`, async () => {
+      const resource = `freed-${name.replace(/ /g, '-')}`;
+      // A lease longer than the test: only a wake-up ends the wait early.
+      const holder = await make().acquire(resource, { ...held, ttl: 60_000 });
+      const other = make();
+      const retries = other.stats.retries;
+      const asked = other.acquire(resource, { ...patient, ...waiting });
+      await parked(other, retries);
+      // The waiter is on every node's wake list (once each has answered).
+      const one = admin.map(() => 1);
+      expect(
+        await settledTo(
+          async () => (await wakeLists(resource)).map((l) => l.length),
+          one,
+        ),
+      ).toEqual(one);
+      await holder.release();
+      const lock = await inTime(asked);
+      expect(lock).not.toBe('slept');
+      // Taken off every list: by the release that told it.
+      const none = admin.map(() => []);
+      expect(await settledTo(() => wakeLists(resource), none)).toEqual(none);
+      await (lock as Lock).release();
+    });
+  }
+
+  it('takes no place on the wake lists with a wait strategy that does not listen, nor for tryAcquire()', async () => {
+    const holder = await make().acquire('no-place', { permits: 1 });
+    const polling = make({ waitStrategy: new JitteredRetry() });
+    const retries = polling.stats.retries;
+    const asked = polling.acquire('no-place', {
+      permits: 1,
+      waitTimeout: 30_000,
+      retryDelay: 50,
+      retryJitter: 0,
+    });
+    await parked(polling, retries);
+    expect(await make().tryAcquire('no-place', { permits: 1 })).toBeNull();
+    expect(await wakeLists('no-place')).toEqual(admin.map(() => []));
+    await holder.release();
+    await (await asked).release();
+  });
+});
