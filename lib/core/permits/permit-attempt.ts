@@ -84,7 +84,9 @@ export async function attemptPermits(
         permitsMark(permits),
         call.fencing ? 1 : 0,
         c,
-        ...(wake.member === undefined ? [] : [wake.member, wake.life]),
+        ...(wake.member === undefined
+          ? []
+          : [wake.member, wake.life, wake.arrival]),
       ],
     },
     (reply, i) => {
@@ -122,7 +124,7 @@ export async function attemptPermits(
     if (others.length && ballots.some((b) => b.outcome !== 'busy'))
       void awaitedByQuit(
         ctx,
-        sendScriptedRelease(ctx, scripts, others, value, false),
+        sendScriptedRelease(ctx, scripts, others, value, true),
       );
     if (!call.fencing) return { lock, slots, ballots };
     const failure = await issueFencingTokens(
@@ -173,7 +175,7 @@ async function takeBack(
         scripts,
         tried,
         value,
-        false,
+        true,
         start + call.timing.ttl - ctx.clock.now(),
       ),
     );

@@ -37,10 +37,10 @@ export function permitScripts(metaPrefix: string): ShapeScripts {
       keys: permitScriptKeys(metaPrefix, lock.keys),
       args: [lock.value, ms, permitsMark(lock.shape?.permits ?? 0)],
     }),
-    release: (keys, value) => ({
+    release: (keys, value, takeBack) => ({
       script: PERMIT_RELEASE_SCRIPT,
       keys: permitScriptKeys(metaPrefix, keys),
-      args: [value],
+      args: [value, takeBack ? '0' : '1'],
     }),
   };
 }

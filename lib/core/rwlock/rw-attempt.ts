@@ -57,7 +57,9 @@ export async function attemptRw(
         ttl,
         mode === 'write' ? 'w' : 'r',
         intentLife,
-        ...(wake.member === undefined ? [] : [wake.member, wake.life]),
+        ...(wake.member === undefined
+          ? []
+          : [wake.member, wake.life, wake.arrival]),
       ],
     },
     (reply, i) => {

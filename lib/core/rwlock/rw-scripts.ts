@@ -10,10 +10,10 @@ export function rwScripts(metaPrefix: string): ShapeScripts {
       keys: rwKeys(metaPrefix, lock.keys),
       args: [lock.value, ms],
     }),
-    release: (keys, value, keepIntent) => ({
+    release: (keys, value, takeBack) => ({
       script: RW_RELEASE_SCRIPT,
       keys: rwKeys(metaPrefix, keys),
-      args: [value, keepIntent ? '1' : '0'],
+      args: [value, takeBack ? '1' : '0'],
     }),
   };
 }

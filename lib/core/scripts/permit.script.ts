@@ -48,7 +48,7 @@ const ACQUIRE_LUA =
   `
 local value, ttl, mark = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local fencing, c = ARGV[4] == '1', tonumber(ARGV[5])
-local member, life = ARGV[6], tonumber(ARGV[7])
+local member, life, arrival = ARGV[6], tonumber(ARGV[7]), ARGV[8]
 local m = #KEYS / (3 + c)
 if fencing then m = #KEYS / (4 + c) end
 local choice = {}
@@ -71,7 +71,7 @@ for j = 1, m do
     -- (two calls instead of a PTTL per candidate; a hint for the wait).
     redis.call('ZREMRANGEBYSCORE', KEYS[m + j], '-inf', now)
     local first = redis.call('ZRANGE', KEYS[m + j], 0, 0, 'WITHSCORES')
-    waitHere(KEYS[2 * m + j], member, life, now)
+    waitHere(KEYS[2 * m + j], member, arrival, life, now)
     if #first == 0 then return -2 end
     return -2 - math.max(0, tonumber(first[2]) - now)
   end
@@ -105,8 +105,9 @@ return reply
  * fencing their token counters. ARGV[1]: the lock value, ARGV[2]: the
  * lease in ms, ARGV[3]: the mark (`~permits:<n>`), ARGV[4]: `1` with
  * fencing, ARGV[5]: `c`; then, for a caller woken by releases, ARGV[6]:
- * its wake-list entry, ARGV[7]: how long it lives (ms): a refusal puts it
- * on the list, a grant takes it off.
+ * its wake-list entry, ARGV[7]: how long the list lives (ms), ARGV[8]:
+ * when the acquire began (client ms): a refusal puts it on the list, a
+ * grant takes it off.
  * Returns `{1, t, counter1, ...}` when granted: `t` the candidate taken for
  * the first resource (1-based; the caller sends several candidates only
  * for one resource), the counters with fencing (as the mutex's acquire
@@ -168,8 +169,10 @@ for j = 1, m do
     if cur and string.sub(cur, 1, 9) == '~permits:' then
       keepMark(KEYS[j], h, cur)
     end
-    -- A slot freed: one waiter refused here may take it.
-    wakeOne(KEYS[3 * m + j], KEYS[j], now)
+    -- A slot freed: one waiter refused here may take it (a failed
+    -- attempt's take-back tells nobody: it would only wake a waiter whose
+    -- own failed attempt wakes the next, and so on).
+    if ARGV[2] == '1' then wakeOne(KEYS[3 * m + j], KEYS[j]) end
   end
 end
 return deleted
@@ -182,8 +185,9 @@ return deleted
  * (compare-and-delete), with their holder entries; the mark goes with the
  * last holder (an entry whose slot expired lapses with its lease). Each
  * slot freed tells one waiter of its resource's wake list (see
- * WAIT_HERE_LUA). KEYS: as the extend's. ARGV[1]: the lock value. Returns
- * how many slots it deleted.
+ * WAIT_HERE_LUA). KEYS: as the extend's. ARGV[1]: the lock value,
+ * ARGV[2]: `1` to tell waiters (a lock's release; not a failed attempt's
+ * take-back). Returns how many slots it deleted.
  */
 export const PERMIT_RELEASE_SCRIPT = defineScript(
   'permit-release',

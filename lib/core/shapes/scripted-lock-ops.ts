@@ -15,12 +15,12 @@ export type ScriptRun = ScriptCall & { readonly script: LuaScript };
 export interface ShapeScripts {
   /** Sets `lock`'s lease to `ms` where it is still ours (1: done, else 0). */
   extend(lock: Lock, ms: number): ScriptRun;
-  /** Deletes what `value` holds of `keys` (the lock keys): replies how many resources it released. */
-  release(
-    keys: readonly string[],
-    value: string,
-    keepIntent: boolean,
-  ): ScriptRun;
+  /**
+   * Deletes what `value` holds of `keys` (the lock keys): replies how many
+   * resources it released. `takeBack`: a failed attempt's, which tells no
+   * waiter (and a writer keeps its intent: it waits on).
+   */
+  release(keys: readonly string[], value: string, takeBack: boolean): ScriptRun;
 }
 
 /** Sends a release of `value` on `keys` to every node (also a failed attempt's take-back). */
@@ -29,12 +29,12 @@ export function sendScriptedRelease(
   scripts: ShapeScripts,
   keys: readonly string[],
   value: string,
-  keepIntent: boolean,
+  takeBack: boolean,
   limitMs?: number,
 ): Promise<Ballot[]> {
   return poll(
     ctx.nodes,
-    scripts.release(keys, value, keepIntent),
+    scripts.release(keys, value, takeBack),
     (reply) => (Number(reply) > 0 ? 'granted' : 'busy'),
     ctx.config.timing.nodeTimeout,
     ctx.isDecided,

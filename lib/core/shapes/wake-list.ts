@@ -21,8 +21,10 @@ export function wakeListKey(metaPrefix: string, key: string): string {
 export class WakeList {
   /** The entry on the nodes' wake lists (`<channel> <token>`), if it listens. */
   readonly member: string | undefined;
-  /** How long an entry lives unless an attempt renews it, in ms. */
+  /** How long a wake list lives after its last refusal, in ms. */
   readonly life: number;
+  /** When the acquire began (wall clock ms): its rank on every node's list. */
+  readonly arrival = Date.now();
   private readonly token = randomValue();
   private stopExpecting?: () => void;
 
