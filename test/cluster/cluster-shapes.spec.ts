@@ -96,14 +96,14 @@ describe('semaphores and read/write locks on a Redis Cluster node', () => {
     expect(await admin.exists(...keys, key, `redlock:ph:${key}`)).toBe(0);
   }, 60_000);
 
-  it('wakes a waiter of another instance when a permit frees, through the resource’s shard', async () => {
+  it('wakes a reader of another instance when the writer releases, through the resource’s shard', async () => {
     const keyPrefix = uniquePrefix('wake');
     const [a, b] = [make({ keyPrefix }), make({ keyPrefix })];
     // A lease and a poll longer than the test: only a wake-up ends the wait.
-    const held = await a.acquire('psp', { permits: 1, ttl: 60_000 });
+    const held = await a.acquire('doc', { mode: 'write', ttl: 60_000 });
     const retries = b.stats.retries;
-    const asked = b.acquire('psp', {
-      permits: 1,
+    const asked = b.acquire('doc', {
+      mode: 'read',
       waitTimeout: 30_000,
       retryDelay: 20_000,
       retryJitter: 0,
@@ -112,8 +112,8 @@ describe('semaphores and read/write locks on a Redis Cluster node', () => {
     while (b.stats.retries === retries && performance.now() < until)
       await sleep(2);
     expect(b.stats.retries).toBe(retries + 1);
-    const key = `${keyPrefix}{psp}`;
-    expect(await admin.zcard(`redlock:sw:${key}`)).toBe(1);
+    const key = `${keyPrefix}{doc}`;
+    expect(await admin.scard(`redlock:sw:${key}`)).toBe(1);
     await held.release();
     const lock = await Promise.race([asked, sleep(10_000, 'slept' as const)]);
     expect(lock).not.toBe('slept');

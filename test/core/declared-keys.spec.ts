@@ -127,7 +127,6 @@ return redis.call('EXISTS', KEYS[1], ARGV[1])`;
       'permit-acquire',
       'permit-extend',
       'permit-release',
-      'permit-release (cluster)',
       'recreate',
       'release',
       'release (cluster)',

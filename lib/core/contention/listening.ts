@@ -10,8 +10,8 @@ export interface Listening {
   heard: number;
   /**
    * Also woken by a message naming a value nobody here listens for (a
-   * semaphore's or read/write lock's waiter: the acquire it names got its
-   * lock in the process, or gave up, and this one may go instead).
+   * read/write lock's waiter: the acquire it names gave up, and this one
+   * may go instead).
    */
   readonly orAny?: boolean;
   /** Wakes the waiter a little after the first announcement (see `deliver`). */

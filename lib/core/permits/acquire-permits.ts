@@ -9,7 +9,6 @@ import { rejected } from '../util/rejected.js';
 import { checkOneSlot } from '../shapes/one-slot.js';
 import { checkNoMutexHeld, gaveUp } from '../shapes/shape-errors.js';
 import { publishWait } from '../shapes/shape-events.js';
-import { WakeList } from '../shapes/wake-list.js';
 import type { ShapeScripts } from '../shapes/scripted-lock-ops.js';
 import { attemptPermits, type PermitAttempt } from './permit-attempt.js';
 import type { PermitBook } from './permit-book.js';
@@ -51,16 +50,13 @@ export function acquirePermits(
     checkNoMutexHeld(host.ctx, call, shape);
     host.shapes.enter(call.resources, shape);
     for (const r of call.resources) host.book.use(r, options.permits);
-    const wake = new WakeList(host.ctx, call.keys, call.timing, !once);
-    return permitRounds(host, call, options.permits, once, wake).then(
+    return permitRounds(host, call, options.permits, once).then(
       (lock) => {
-        wake.close();
         host.shapes.leave(call.resources, lock ?? undefined);
         for (const r of call.resources) host.book.done(r);
         return lock;
       },
       (error: unknown) => {
-        wake.close();
         host.shapes.leave(call.resources);
         for (const r of call.resources) host.book.done(r);
         throw error;
@@ -76,7 +72,6 @@ async function permitRounds(
   call: AcquireCall,
   permits: number,
   once: boolean,
-  wake: WakeList,
 ): Promise<Lock | null> {
   const { ctx, book } = host;
   const { resources, timing, signal } = call;
@@ -111,7 +106,6 @@ async function permitRounds(
       const stop = stopReason(ctx, resources, attempts, signal);
       if (stop !== undefined) throw stop;
       attempts++;
-      wake.expect();
       const attempt = attemptPermits(
         ctx,
         host.permitOps,
@@ -119,7 +113,6 @@ async function permitRounds(
         call,
         permits,
         candidates,
-        wake,
       );
       ctx.active.set(attempt, timing.nodeTimeout);
       last = await attempt.finally(() => ctx.active.delete(attempt));
@@ -172,7 +165,6 @@ async function permitRounds(
         signal,
         ctx.readyWaits,
         take,
-        (woken) => wake.listen(woken),
       )
       .catch(async (error: unknown) => {
         // Aborted after a lease passed to this caller: it goes on.

@@ -14,7 +14,6 @@ import {
 import { permitsShape } from '../shapes/shape-book.js';
 import { shapeConflict } from '../shapes/shape-errors.js';
 import { AttemptEvent } from '../shapes/shape-events.js';
-import { wakeListKey, type WakeList } from '../shapes/wake-list.js';
 import { awaitedByQuit } from '../util/awaited-by-quit.js';
 import { randomValue } from '../util/lock-value.js';
 import { holdersKey } from './permit-scripts.js';
@@ -39,8 +38,7 @@ export interface PermitAttempt {
  * quorum of nodes took the same slot(s) within the lease less the drift
  * (with fencing, then a token round per resource), as a mutex's attempt is;
  * what nodes took otherwise is taken back. Rejects with `LockShapeError`
- * when a node reports the resource held with another shape. A node that
- * refuses it puts `wake`'s entry on its wake list.
+ * when a node reports the resource held with another shape.
  */
 export async function attemptPermits(
   ctx: RedlockContext,
@@ -49,7 +47,6 @@ export async function attemptPermits(
   call: AcquireCall,
   permits: number,
   candidates: readonly (readonly number[])[],
-  wake: WakeList,
 ): Promise<PermitAttempt> {
   const { timing, keys } = call;
   const meta = ctx.config.metaPrefix;
@@ -74,7 +71,6 @@ export async function attemptPermits(
       keys: [
         ...keys,
         ...keys.map((k) => holdersKey(meta, k)),
-        ...keys.map((k) => wakeListKey(meta, k)),
         ...tried,
         ...counters,
       ],
@@ -84,9 +80,6 @@ export async function attemptPermits(
         permitsMark(permits),
         call.fencing ? 1 : 0,
         c,
-        ...(wake.member === undefined
-          ? []
-          : [wake.member, wake.life, wake.arrival]),
       ],
     },
     (reply, i) => {

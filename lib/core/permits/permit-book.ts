@@ -212,8 +212,7 @@ export class PermitBook {
    * `ms` pass, or one of `stops` is called (`quit()` ends every wait at
    * once); rejects with the reason of `signal` when it aborts. Resolves
    * `true` when woken by a release. `take`: see {@link PermitWaiter} (a
-   * waiter handed a lease is woken as by a release). `listen`: another
-   * source of wake-ups (releases elsewhere), which returns its stop.
+   * waiter handed a lease is woken as by a release).
    */
   waitForRelease(
     resources: readonly string[],
@@ -221,7 +220,6 @@ export class PermitBook {
     signal: AbortSignal | undefined,
     stops: Set<() => void>,
     take?: (lock: Lock) => Lock | undefined,
-    listen?: (wake: () => void) => () => void,
   ): Promise<boolean> {
     let released = false;
     return untilWoken((wake) => {
@@ -245,12 +243,10 @@ export class PermitBook {
       const timer = setTimeout(wake, Math.max(0, ms));
       stops.add(wake);
       for (const entry of entries) entry.waiters.add(waiter);
-      const unlisten = listen?.(wake);
       return () => {
         clearTimeout(timer);
         stops.delete(wake);
         for (const entry of entries) entry.waiters.delete(waiter);
-        unlisten?.();
       };
     }, signal).then(() => released);
   }

@@ -4,24 +4,18 @@ import {
   permitsMark,
 } from '../scripts/index.js';
 import type { ShapeScripts } from '../shapes/scripted-lock-ops.js';
-import { wakeListKey } from '../shapes/wake-list.js';
 import { resourceKeyOf } from './permit-slots.js';
 
 /**
  * The keys the permit scripts are sent for a lock's slot keys, column by
- * column: the resource keys, the slot keys, the holders, the wake lists.
+ * column: the resource keys, the slot keys, the holders.
  */
 export function permitScriptKeys(
   metaPrefix: string,
   slotKeys: readonly string[],
 ): string[] {
   const keys = slotKeys.map(resourceKeyOf);
-  return [
-    ...keys,
-    ...slotKeys,
-    ...keys.map((k) => holdersKey(metaPrefix, k)),
-    ...keys.map((k) => wakeListKey(metaPrefix, k)),
-  ];
+  return [...keys, ...slotKeys, ...keys.map((k) => holdersKey(metaPrefix, k))];
 }
 
 /** The holders of a semaphore's permits on a node (see `PERMIT_ACQUIRE_SCRIPT`). */
@@ -37,10 +31,10 @@ export function permitScripts(metaPrefix: string): ShapeScripts {
       keys: permitScriptKeys(metaPrefix, lock.keys),
       args: [lock.value, ms, permitsMark(lock.shape?.permits ?? 0)],
     }),
-    release: (keys, value, takeBack) => ({
+    release: (keys, value) => ({
       script: PERMIT_RELEASE_SCRIPT,
       keys: permitScriptKeys(metaPrefix, keys),
-      args: [value, takeBack ? '0' : '1'],
+      args: [value],
     }),
   };
 }

@@ -13,7 +13,7 @@ import { checkOneSlot } from '../shapes/one-slot.js';
 import { checkNoMutexHeld, gaveUp } from '../shapes/shape-errors.js';
 import { checkShapeOptions } from '../shapes/shape-options.js';
 import { publishWait } from '../shapes/shape-events.js';
-import { WakeList } from '../shapes/wake-list.js';
+import { RwWakeList } from './rw-wake-list.js';
 import {
   sendScriptedRelease,
   type ShapeScripts,
@@ -84,7 +84,7 @@ async function rwRounds(
   let attempts = 0;
   let last: RwAttempt | undefined;
   let held = false;
-  const wake = new WakeList(ctx, keys, timing, !once);
+  const wake = new RwWakeList(ctx, keys, timing, !once);
   try {
     for (;;) {
       const stop = stopReason(ctx, resources, attempts, signal);

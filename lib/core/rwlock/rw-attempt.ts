@@ -15,7 +15,7 @@ import {
 } from '../shapes/scripted-lock-ops.js';
 import { shapeConflict } from '../shapes/shape-errors.js';
 import { AttemptEvent } from '../shapes/shape-events.js';
-import type { WakeList } from '../shapes/wake-list.js';
+import type { RwWakeList } from './rw-wake-list.js';
 
 /** The outcome of one read or write attempt. */
 export interface RwAttempt {
@@ -40,7 +40,7 @@ export async function attemptRw(
   mode: LockMode,
   value: string,
   intentLife: number,
-  wake: WakeList,
+  wake: RwWakeList,
 ): Promise<RwAttempt> {
   const { timing, keys } = call;
   const start = ctx.clock.now();
@@ -57,9 +57,7 @@ export async function attemptRw(
         ttl,
         mode === 'write' ? 'w' : 'r',
         intentLife,
-        ...(wake.member === undefined
-          ? []
-          : [wake.member, wake.life, wake.arrival]),
+        ...(wake.member === undefined ? [] : [wake.member, wake.life]),
       ],
     },
     (reply, i) => {

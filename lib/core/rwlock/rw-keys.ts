@@ -1,4 +1,4 @@
-import { wakeListKey } from '../shapes/wake-list.js';
+import { wakeListKey } from './rw-wake-list.js';
 
 /**
  * The keys a read/write lock's scripts are sent for its lock keys: four

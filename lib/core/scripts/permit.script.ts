@@ -1,5 +1,4 @@
 import { defineScript } from './lua-script.js';
-import { shapeWakeLua, WAIT_HERE_LUA } from './shape-wake.lua.js';
 
 /**
  * The value a semaphore's resource key holds while its permits are in use:
@@ -44,13 +43,11 @@ end
 
 const ACQUIRE_LUA =
   PERMIT_LUA +
-  WAIT_HERE_LUA +
   `
 local value, ttl, mark = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local fencing, c = ARGV[4] == '1', tonumber(ARGV[5])
-local member, life, arrival = ARGV[6], tonumber(ARGV[7]), ARGV[8]
-local m = #KEYS / (3 + c)
-if fencing then m = #KEYS / (4 + c) end
+local m = #KEYS / (2 + c)
+if fencing then m = #KEYS / (3 + c) end
 local choice = {}
 for j = 1, m do
   local cur = redis.call('GET', KEYS[j])
@@ -60,7 +57,7 @@ for j = 1, m do
     return {-3, cur, j}
   end
   for t = 1, c do
-    local held = redis.call('GET', KEYS[(2 + t) * m + j])
+    local held = redis.call('GET', KEYS[(1 + t) * m + j])
     if not held or held == value then
       choice[j] = t
       break
@@ -71,21 +68,19 @@ for j = 1, m do
     -- (two calls instead of a PTTL per candidate; a hint for the wait).
     redis.call('ZREMRANGEBYSCORE', KEYS[m + j], '-inf', now)
     local first = redis.call('ZRANGE', KEYS[m + j], 0, 0, 'WITHSCORES')
-    waitHere(KEYS[2 * m + j], member, arrival, life, now)
     if #first == 0 then return -2 end
     return -2 - math.max(0, tonumber(first[2]) - now)
   end
 end
 for j = 1, m do
-  redis.call('SET', KEYS[(2 + choice[j]) * m + j], value, 'PX', ttl)
+  redis.call('SET', KEYS[(1 + choice[j]) * m + j], value, 'PX', ttl)
   redis.call('ZADD', KEYS[m + j], now + ttl, value)
   stretchMark(KEYS[j], KEYS[m + j], mark)
-  leaveHere(KEYS[2 * m + j], member)
 end
 local reply = {1, choice[1]}
 if fencing then
   for j = 1, m do
-    reply[j + 2] = redis.call('GET', KEYS[(3 + c) * m + j]) or '0'
+    reply[j + 2] = redis.call('GET', KEYS[(2 + c) * m + j]) or '0'
   end
 end
 return reply
@@ -99,15 +94,11 @@ return reply
  * while any permit lives, so other shapes are kept out.
  *
  * KEYS, column by column (as a Cluster node splits keys by slot), for the
- * m resources: their resource keys, their holders, their wake lists (see
- * WAIT_HERE_LUA), then the candidate slot keys (`<key>#permit-<i>`, in the
- * resource key's hash slot), `c` columns in the order to try, then with
- * fencing their token counters. ARGV[1]: the lock value, ARGV[2]: the
- * lease in ms, ARGV[3]: the mark (`~permits:<n>`), ARGV[4]: `1` with
- * fencing, ARGV[5]: `c`; then, for a caller woken by releases, ARGV[6]:
- * its wake-list entry, ARGV[7]: how long the list lives (ms), ARGV[8]:
- * when the acquire began (client ms): a refusal puts it on the list, a
- * grant takes it off.
+ * m resources: their resource keys, their holders, then the candidate slot
+ * keys (`<key>#permit-<i>`, in the resource key's hash slot), `c` columns
+ * in the order to try, then with fencing their token counters. ARGV[1]:
+ * the lock value, ARGV[2]: the lease in ms, ARGV[3]: the mark
+ * (`~permits:<n>`), ARGV[4]: `1` with fencing, ARGV[5]: `c`.
  * Returns `{1, t, counter1, ...}` when granted: `t` the candidate taken for
  * the first resource (1-based; the caller sends several candidates only
  * for one resource), the counters with fencing (as the mutex's acquire
@@ -126,7 +117,7 @@ export const PERMIT_ACQUIRE_SCRIPT = defineScript(
  * Sets a permit lock's lease again on one node, all or nothing, only where
  * each slot key still holds our value (never brought back), and the mark's
  * with it. KEYS, column by column: the resource keys, the slot keys held,
- * the holders (see PERMIT_LUA), the wake lists. ARGV[1]: the lock
+ * the holders (see PERMIT_LUA). ARGV[1]: the lock
  * value, ARGV[2]: the lease in ms, ARGV[3]: the mark. Returns 1 or 0.
  */
 export const PERMIT_EXTEND_SCRIPT = defineScript(
@@ -134,7 +125,7 @@ export const PERMIT_EXTEND_SCRIPT = defineScript(
   PERMIT_LUA +
     `
 local value, ttl, mark = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local m = #KEYS / 4
+local m = #KEYS / 3
 for j = 1, m do
   if redis.call('GET', KEYS[m + j]) ~= value then return 0 end
 end
@@ -148,13 +139,17 @@ return 1
 `,
 );
 
-/** The permit release's source, for a single server or (`sharded`) a Cluster node. */
-function releaseSource(sharded: boolean): string {
-  return (
-    PERMIT_LUA +
-    shapeWakeLua(sharded) +
+/**
+ * Deletes a permit lock's slot keys on one node where they hold our value
+ * (compare-and-delete), with their holder entries; the mark goes with the
+ * last holder (an entry whose slot expired lapses with its lease). KEYS: as the extend's. ARGV[1]: the lock value. Returns how
+ * many slots it deleted.
+ */
+export const PERMIT_RELEASE_SCRIPT = defineScript(
+  'permit-release',
+  PERMIT_LUA +
     `
-local m = #KEYS / 4
+local m = #KEYS / 3
 local deleted = 0
 for j = 1, m do
   -- The holder entry goes with the slot: a failed attempt's take-back of
@@ -169,28 +164,8 @@ for j = 1, m do
     if cur and string.sub(cur, 1, 9) == '~permits:' then
       keepMark(KEYS[j], h, cur)
     end
-    -- A slot freed: one waiter refused here may take it (a failed
-    -- attempt's take-back tells nobody: it would only wake a waiter whose
-    -- own failed attempt wakes the next, and so on).
-    if ARGV[2] == '1' then wakeOne(KEYS[3 * m + j], KEYS[j]) end
   end
 end
 return deleted
-`
-  );
-}
-
-/**
- * Deletes a permit lock's slot keys on one node where they hold our value
- * (compare-and-delete), with their holder entries; the mark goes with the
- * last holder (an entry whose slot expired lapses with its lease). Each
- * slot freed tells one waiter of its resource's wake list (see
- * WAIT_HERE_LUA). KEYS: as the extend's. ARGV[1]: the lock value,
- * ARGV[2]: `1` to tell waiters (a lock's release; not a failed attempt's
- * take-back). Returns how many slots it deleted.
- */
-export const PERMIT_RELEASE_SCRIPT = defineScript(
-  'permit-release',
-  releaseSource(false),
-  { clusterSource: releaseSource(true) },
+`,
 );

@@ -1,5 +1,5 @@
 import { defineScript } from './lua-script.js';
-import { shapeWakeLua, WAIT_HERE_LUA } from './shape-wake.lua.js';
+import { rwWakeLua, WAIT_HERE_LUA } from './rw-wake.lua.js';
 
 /**
  * The value a read/write lock's key holds while readers hold it: never a
@@ -49,14 +49,14 @@ const ACQUIRE_LUA =
   WAIT_HERE_LUA +
   `
 local value, ttl, write, life = ARGV[1], tonumber(ARGV[2]), ARGV[3] == 'w', ARGV[4]
-local member, wakeLife, arrival = ARGV[5], tonumber(ARGV[6]), ARGV[7]
+local member, wakeLife = ARGV[5], tonumber(ARGV[6])
 for i = 1, n do
   local k, rd, wi = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
   local cur = redis.call('GET', k)
   if cur and cur ~= MARK and cur ~= value then
     -- A semaphore's mark: another shape, and which resource.
     if string.sub(cur, 1, 1) == '~' then return {-3, cur, i} end
-    waitHere(KEYS[3 * n + i], member, arrival, wakeLife, now)
+    waitHere(KEYS[3 * n + i], member, wakeLife)
     return -2 - math.max(0, redis.call('PTTL', k))
   end
   local intent = redis.call('GET', wi)
@@ -66,15 +66,15 @@ for i = 1, n do
       if not intent or intent == value then
         redis.call('SET', wi, value, 'PX', life)
       end
-      waitHere(KEYS[3 * n + i], member, arrival, wakeLife, now)
+      waitHere(KEYS[3 * n + i], member, wakeLife)
       return -2 - (last - now)
     end
     if intent and intent ~= value then
-      waitHere(KEYS[3 * n + i], member, arrival, wakeLife, now)
+      waitHere(KEYS[3 * n + i], member, wakeLife)
       return -1
     end
   elseif intent then
-    waitHere(KEYS[3 * n + i], member, arrival, wakeLife, now)
+    waitHere(KEYS[3 * n + i], member, wakeLife)
     return -1
   end
 end
@@ -99,9 +99,8 @@ return 1
  * ARGV[1]: the lock value, ARGV[2]: the lease in ms, ARGV[3]: `r` (read)
  * or `w` (write), ARGV[4]: how long a writer's intent lives unless its
  * next attempt renews it, in ms; then, for a caller woken by releases,
- * ARGV[5]: its wake-list entry, ARGV[6]: how long the list lives (ms),
- * ARGV[7]: when the acquire began (client ms): a refusal puts it on the
- * list, a grant takes it off.
+ * ARGV[5]: its wake-list entry, ARGV[6]: how long the list lives (ms): a
+ * refusal puts it on the list, a grant takes it off.
  *
  * A writer is granted when the key is free (or ours) and no reader lives;
  * a reader when no writer holds the key and no writer's intent lives. A
@@ -122,7 +121,7 @@ export const RW_ACQUIRE_SCRIPT = defineScript('rw-acquire', ACQUIRE_LUA);
 function releaseSource(sharded: boolean): string {
   return (
     RW_LUA +
-    shapeWakeLua(sharded) +
+    rwWakeLua(sharded) +
     `
 local value, keepIntent = ARGV[1], ARGV[2] == '1'
 local deleted = 0

@@ -8,10 +8,11 @@ import {
   uniquePrefix,
 } from '../utils/nodes.js';
 
-// Waiters of another instance (another process, as far as the lock can
-// tell) are woken by a release that frees room, through the nodes' wake
-// lists and the release listener, instead of sleeping until their poll.
-describe('semaphores and read/write locks: wake-ups across processes', () => {
+// Read/write waiters of another instance (another process, as far as the
+// lock can tell) are woken by a release that frees the lock, through the
+// nodes' wake lists and the release listener, instead of sleeping until
+// their poll.
+describe('read/write locks: wake-ups across processes', () => {
   const keyPrefix = uniquePrefix('wake');
   const metaPrefix = uniquePrefix('wake-meta');
   const admin = inspect(quorumUrls());
@@ -54,17 +55,14 @@ describe('semaphores and read/write locks: wake-ups across processes', () => {
   /** The wake lists of `resource`, node by node: their entries. */
   const wakeLists = (resource: string) =>
     Promise.all(
-      admin.map((c) =>
-        c.zrange(`${metaPrefix}sw:${keyPrefix}${resource}`, '0', '-1'),
-      ),
+      admin.map((c) => c.smembers(`${metaPrefix}sw:${keyPrefix}${resource}`)),
     );
 
   const cases: {
     name: string;
-    held: { permits?: number; mode?: 'read' | 'write' };
-    waiting: { permits?: number; mode?: 'read' | 'write' };
+    held: { mode: 'read' | 'write' };
+    waiting: { mode: 'read' | 'write' };
   }[] = [
-    { name: 'a permit', held: { permits: 1 }, waiting: { permits: 1 } },
     { name: 'a writer', held: { mode: 'write' }, waiting: { mode: 'read' } },
     {
       name: 'the last reader',
@@ -100,17 +98,17 @@ describe('semaphores and read/write locks: wake-ups across processes', () => {
   }
 
   it('takes no place on the wake lists with a wait strategy that does not listen, nor for tryAcquire()', async () => {
-    const holder = await make().acquire('no-place', { permits: 1 });
+    const holder = await make().acquire('no-place', { mode: 'write' });
     const polling = make({ waitStrategy: new JitteredRetry() });
     const retries = polling.stats.retries;
     const asked = polling.acquire('no-place', {
-      permits: 1,
+      mode: 'read',
       waitTimeout: 30_000,
       retryDelay: 50,
       retryJitter: 0,
     });
     await parked(polling, retries);
-    expect(await make().tryAcquire('no-place', { permits: 1 })).toBeNull();
+    expect(await make().tryAcquire('no-place', { mode: 'read' })).toBeNull();
     expect(await wakeLists('no-place')).toEqual(admin.map(() => []));
     await holder.release();
     await (await asked).release();

@@ -3,14 +3,14 @@ import { queueLife } from '../config/timing.js';
 import type { RedlockContext } from '../context.js';
 import { randomValue } from '../util/lock-value.js';
 
-/** A resource's wake list on a node (see `WAIT_HERE_LUA`), in its hash slot. */
+/** A read/write lock's wake list on a node (see `WAIT_HERE_LUA`), in its hash slot. */
 export function wakeListKey(metaPrefix: string, key: string): string {
   return `${metaPrefix}sw:${key}`;
 }
 
 /**
- * How one waiting semaphore or read/write acquire is woken by releases in
- * other processes: a refused attempt puts `member` on the wake lists of
+ * How one waiting read/write acquire is woken by releases in other
+ * processes: a refused attempt puts `member` on the wake lists of
  * the nodes that refused it, and a release there that frees room tells it
  * on this instance's channel (the mutex's release listener), so it asks
  * again at once instead of at its next poll. The polls stay: a lost
@@ -18,13 +18,11 @@ export function wakeListKey(metaPrefix: string, key: string): string {
  * Without a listening wait strategy (`waitStrategy: JitteredRetry`) it
  * takes no place, and only polls.
  */
-export class WakeList {
+export class RwWakeList {
   /** The entry on the nodes' wake lists (`<channel> <token>`), if it listens. */
   readonly member: string | undefined;
   /** How long a wake list lives after its last refusal, in ms. */
   readonly life: number;
-  /** When the acquire began (wall clock ms): its rank on every node's list. */
-  readonly arrival = Date.now();
   private readonly token = randomValue();
   private stopExpecting?: () => void;
 
