@@ -119,6 +119,7 @@ async function rwRounds(
         held = true;
         return last.lock;
       }
+      wake.listed = true;
       const remaining = giveUpAt - ctx.clock.now();
       if (once) {
         if (last.reason === 'busy') return null;

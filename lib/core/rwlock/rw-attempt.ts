@@ -57,7 +57,9 @@ export async function attemptRw(
         ttl,
         mode === 'write' ? 'w' : 'r',
         intentLife,
-        ...(wake.member === undefined ? [] : [wake.member, wake.life]),
+        ...(wake.member === undefined
+          ? []
+          : [wake.member, wake.life, wake.listed ? 1 : 0]),
       ],
     },
     (reply, i) => {

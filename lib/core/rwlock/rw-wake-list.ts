@@ -23,6 +23,8 @@ export class RwWakeList {
   readonly member: string | undefined;
   /** How long a wake list lives after its last refusal, in ms. */
   readonly life: number;
+  /** Whether an attempt was refused (it may be on lists: a grant takes it off). */
+  listed = false;
   private readonly token = randomValue();
   private stopExpecting?: () => void;
 

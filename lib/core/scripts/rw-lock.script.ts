@@ -49,7 +49,7 @@ const ACQUIRE_LUA =
   WAIT_HERE_LUA +
   `
 local value, ttl, write, life = ARGV[1], tonumber(ARGV[2]), ARGV[3] == 'w', ARGV[4]
-local member, wakeLife = ARGV[5], tonumber(ARGV[6])
+local member, wakeLife, listed = ARGV[5], tonumber(ARGV[6]), ARGV[7] == '1'
 for i = 1, n do
   local k, rd, wi = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
   local cur = redis.call('GET', k)
@@ -80,14 +80,18 @@ for i = 1, n do
 end
 for i = 1, n do
   local k, rd, wi = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
-  leaveHere(KEYS[3 * n + i], member)
+  if listed then leaveHere(KEYS[3 * n + i], member) end
   if write then
     redis.call('SET', k, value, 'PX', ttl)
     redis.call('DEL', rd)
     if redis.call('GET', wi) == value then redis.call('DEL', wi) end
   else
     redis.call('ZADD', rd, now + ttl, value)
-    keepReaders(k, rd)
+    -- The last reader lives at least as long as this one: no pruning here
+    -- (a release or a writer prunes).
+    local left = math.max(1, tonumber(redis.call('ZRANGE', rd, -1, -1, 'WITHSCORES')[2]) - now)
+    redis.call('SET', k, MARK, 'PX', left)
+    redis.call('PEXPIRE', rd, left)
   end
 end
 return 1
@@ -99,8 +103,9 @@ return 1
  * ARGV[1]: the lock value, ARGV[2]: the lease in ms, ARGV[3]: `r` (read)
  * or `w` (write), ARGV[4]: how long a writer's intent lives unless its
  * next attempt renews it, in ms; then, for a caller woken by releases,
- * ARGV[5]: its wake-list entry, ARGV[6]: how long the list lives (ms): a
- * refusal puts it on the list, a grant takes it off.
+ * ARGV[5]: its wake-list entry, ARGV[6]: how long the list lives (ms),
+ * ARGV[7]: `1` once an attempt was refused (it may be listed): a refusal
+ * puts it on the list, a grant takes it off.
  *
  * A writer is granted when the key is free (or ours) and no reader lives;
  * a reader when no writer holds the key and no writer's intent lives. A
