@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Redlock, type Lock } from 'nestjs-redlock';
 import { inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
 import { closeAll, flushed, settledTo } from '../utils/nodes.js';
@@ -61,7 +62,21 @@ describe('semaphore: a permit passed within the process', () => {
     const retries = r.stats.retries;
     const waiting = r.acquire('passed', patient);
     await parked(r, retries);
-    const result = await holder.release();
+    const told: unknown[] = [];
+    const onHandover = (message: unknown) => told.push(message);
+    subscribe('nestjs-redlock:handover', onHandover);
+    const result = await holder
+      .release()
+      .finally(() => unsubscribe('nestjs-redlock:handover', onHandover));
+    // Told as a mutex's lease passed on, with the permit count.
+    expect(told).toEqual([
+      {
+        resources: ['passed#permit-0'],
+        valueHash: expect.any(String),
+        via: 'queue',
+        permits: 1,
+      },
+    ]);
     expect(result).toMatchObject({
       released: true,
       handedOver: true,
