@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Redlock, type Lock } from 'nestjs-redlock';
 import { inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
-import { closeAll, flushed, settledTo } from '../utils/nodes.js';
+import { closeAll, flushed, parked, settledTo } from '../utils/nodes.js';
 
 // A permit released while another caller of the same process waits for
 // it: passed on as it stands (no round trip, the slot never frees on the
@@ -31,14 +31,6 @@ describe('semaphore: a permit passed within the process', () => {
       }),
     );
 
-  /** Resolves once `r` has made `n` more waits (its waiter is parked). */
-  const parked = async (r: Redlock, before: number, n = 1) => {
-    const until = performance.now() + 10_000;
-    while (r.stats.retries < before + n && performance.now() < until)
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    expect(r.stats.retries).toBeGreaterThanOrEqual(before + n);
-  };
-
   // A wait no test below should need: only a wake-up ends it in time.
   const patient = {
     permits: 1,
@@ -61,7 +53,7 @@ describe('semaphore: a permit passed within the process', () => {
     ]);
     const retries = r.stats.retries;
     const waiting = r.acquire('passed', patient);
-    await parked(r, retries);
+    expect(await parked(r, retries)).toBeGreaterThanOrEqual(retries + 1);
     const told: unknown[] = [];
     const onHandover = (message: unknown) => told.push(message);
     subscribe('nestjs-redlock:handover', onHandover);
@@ -99,7 +91,7 @@ describe('semaphore: a permit passed within the process', () => {
     let lock = await r.acquire('streak', { permits: 1 });
     const retries = r.stats.retries;
     const waiting = [1, 2, 3].map(() => r.acquire('streak', patient));
-    await parked(r, retries, 3);
+    expect(await parked(r, retries, 3)).toBeGreaterThanOrEqual(retries + 3);
     const passed: (boolean | undefined)[] = [];
     for (const next of waiting) {
       passed.push((await lock.release()).handedOver);
@@ -121,7 +113,7 @@ describe('semaphore: a permit passed within the process', () => {
       const retries = r.stats.retries;
       const { resources = 'fit', ...options } = other;
       const waiting = r.acquire(resources, { ...patient, ...options });
-      await parked(r, retries);
+      expect(await parked(r, retries)).toBeGreaterThanOrEqual(retries + 1);
       const result = await holder.release();
       expect(result.handedOver).toBeUndefined();
       expect(result.released).toBe(true);

@@ -3,6 +3,7 @@ import { JitteredRetry, Redlock, type Lock } from 'nestjs-redlock';
 import {
   closeAll,
   inspect,
+  parked,
   quorumUrls,
   settledTo,
   uniquePrefix,
@@ -34,14 +35,6 @@ describe('read/write locks: wake-ups across processes', () => {
 
   // A poll no test below should need: only a wake-up ends the wait in time.
   const patient = { waitTimeout: 30_000, retryDelay: 20_000, retryJitter: 0 };
-
-  /** Resolves once `r` has made `n` more waits (its waiter is parked). */
-  const parked = async (r: Redlock, before: number, n = 1) => {
-    const until = performance.now() + 10_000;
-    while (r.stats.retries < before + n && performance.now() < until)
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    expect(r.stats.retries).toBeGreaterThanOrEqual(before + n);
-  };
 
   /** `asked`, or 'slept' if it is not settled within 10 s (its poll is 20 s). */
   const inTime = (asked: Promise<Lock>) =>
@@ -78,7 +71,7 @@ describe('read/write locks: wake-ups across processes', () => {
       const other = make();
       const retries = other.stats.retries;
       const asked = other.acquire(resource, { ...patient, ...waiting });
-      await parked(other, retries);
+      expect(await parked(other, retries)).toBeGreaterThanOrEqual(retries + 1);
       // The waiter is on every node's wake list (once each has answered).
       const one = admin.map(() => 1);
       expect(
@@ -107,7 +100,7 @@ describe('read/write locks: wake-ups across processes', () => {
       retryDelay: 50,
       retryJitter: 0,
     });
-    await parked(polling, retries);
+    expect(await parked(polling, retries)).toBeGreaterThanOrEqual(retries + 1);
     expect(await make().tryAcquire('no-place', { mode: 'read' })).toBeNull();
     expect(await wakeLists('no-place')).toEqual(admin.map(() => []));
     await holder.release();

@@ -130,6 +130,22 @@ export async function startListening(
 }
 
 /**
+ * Resolves once `redlock` has made `n` more waits than `before` (its
+ * `stats.retries`): its waiter is parked. Gives up after 10 s, and the
+ * caller's assertion on the count then fails.
+ */
+export async function parked(
+  redlock: Redlock,
+  before: number,
+  n = 1,
+): Promise<number> {
+  const until = performance.now() + 10_000;
+  while (redlock.stats.retries < before + n && performance.now() < until)
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  return redlock.stats.retries;
+}
+
+/**
  * What `read` returns once it equals `expected`, or after `withinMs`
  * (the last read, for the assertion to show): every node answers a lock's
  * request, but one whose script cache was empty (NOSCRIPT) runs it a round
