@@ -111,7 +111,9 @@ describe('semaphores and read/write locks on a Redis Cluster node', () => {
     const until = performance.now() + 10_000;
     while (b.stats.retries === retries && performance.now() < until)
       await sleep(2);
-    expect(b.stats.retries).toBe(retries + 1);
+    // Refused and waiting (its shard subscription, once live, may wake it
+    // for one more refused attempt: a release before it would be lost).
+    expect(b.stats.retries).toBeGreaterThanOrEqual(retries + 1);
     const key = `${keyPrefix}{doc}`;
     expect(await admin.scard(`redlock:sw:${key}`)).toBe(1);
     await held.release();
