@@ -1,7 +1,12 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redlock, RedlockConfigError, type Lock } from 'nestjs-redlock';
-import { flushed, quorumUrls, uniquePrefix } from '../utils/nodes.js';
+import {
+  flushed,
+  quorumUrls,
+  settledTo,
+  uniquePrefix,
+} from '../utils/nodes.js';
 
 /**
  * `inspect()` of a semaphore (`{ permits }`: each permit slot) and of a
@@ -28,6 +33,13 @@ describe('Redlock.inspect of semaphores and read/write locks', () => {
     const mine = await a.acquire('psp', { permits: 3, ttl: 5000 });
     const theirs = await b.acquire('psp', { permits: 3, ttl: 8000 });
     await Promise.all([flushed(a), flushed(b)]);
+    // On every node once each has answered (an acquire settles at a quorum).
+    const holders = async () =>
+      (await a.inspect('psp', { permits: 3 })).nodes.map((n) => n.holders);
+    await settledTo(
+      holders,
+      quorumUrls().map(() => 2),
+    );
     const seen = await a.inspect('psp', { permits: 3 });
     expect(seen).toMatchObject({
       resource: 'psp',

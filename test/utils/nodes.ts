@@ -89,10 +89,14 @@ export function watchCommands(
  * lock that was waited for may be held back until the event loop turns
  * (`ReleaseResult.deferred`): one turn passes first, and one after the
  * replies, for what they set in motion (a release passing the local turn on).
+ * Twice: a script a node did not know (NOSCRIPT) is sent again with its
+ * source when that answer comes, after the first PING was sent.
  */
 export async function flushed(redlock: Redlock): Promise<void> {
-  await nextTurn();
-  await Promise.all(redlock.nodes.map((n) => n.client.ping().catch(() => 0)));
+  for (let round = 0; round < 2; round++) {
+    await nextTurn();
+    await Promise.all(redlock.nodes.map((n) => n.client.ping().catch(() => 0)));
+  }
   await nextTurn();
 }
 
