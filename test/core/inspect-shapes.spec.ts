@@ -49,8 +49,14 @@ describe('Redlock.inspect of semaphores and read/write locks', () => {
       held: 2,
       heldHere: 1,
     });
-    for (const node of seen.nodes)
-      expect(node).toMatchObject({ up: true, permits: 3, holders: 2 });
+    // Every node answers; an acquire settles at a quorum, and a node it
+    // reached late (or whose connection dropped the request on a loaded
+    // machine) may hold neither permit: a quorum holds both.
+    const quorum = Math.floor(quorumUrls().length / 2) + 1;
+    expect(seen.nodes.every((n) => n.up)).toBe(true);
+    expect(
+      seen.nodes.filter((n) => n.permits === 3 && n.holders === 2).length,
+    ).toBeGreaterThanOrEqual(quorum);
     expect(seen.slots.map((s) => s.resource)).toEqual([
       'psp#permit-0',
       'psp#permit-1',
@@ -65,10 +71,11 @@ describe('Redlock.inspect of semaphores and read/write locks', () => {
     });
     expect(mine.keys[0]).toBe(`${keyPrefix}${mine.resources[0]}`);
     expect(slotOf(theirs)).toMatchObject({ held: true, holder: 'other' });
-    for (const node of slotOf(theirs).nodes) {
-      expect(node).toMatchObject({ up: true, exists: true, holder: 'other' });
-      expect(node.ttlMs).toBeGreaterThan(5000);
-    }
+    const holding = slotOf(theirs).nodes.filter(
+      (n) => n.up && n.exists && n.holder === 'other',
+    );
+    expect(holding.length).toBeGreaterThanOrEqual(quorum);
+    for (const node of holding) expect(node.ttlMs).toBeGreaterThan(5000);
     const free = seen.slots.filter((s) => !s.held);
     expect(free).toHaveLength(1);
     expect(free[0].nodes.every((n) => n.exists === false)).toBe(true);
