@@ -15,10 +15,13 @@ import { closeAll, inspect, quorumUrls } from '../utils/nodes.js';
 @Injectable()
 class JobsService {
   constructor(readonly locks: LockService) {}
+  /** The ids whose work has started (under its lock). */
+  readonly started = new Set<string>();
 
   /** Runs `ms`, or until its lock's signal aborts (then throws its reason). */
   @Locked('job:<id>', { ttl: 10_000 })
   async work(id: string, ms: number): Promise<string> {
+    this.started.add(id);
     await sleep(ms, undefined, { signal: this.locks.current()!.signal });
     return `done ${id}`;
   }
@@ -26,9 +29,13 @@ class JobsService {
 
 @Controller('jobs')
 class JobsController {
+  /** The ids whose request has started (under its lock). */
+  static readonly started = new Set<string>();
+
   @Post(':id')
   @Locked('job:<id>')
   async run(@Param('id') id: string, @Query('ms') ms: string) {
+    JobsController.started.add(id);
     await sleep(Number(ms));
     return { id };
   }
@@ -43,12 +50,16 @@ async function holding(key: string, value: string): Promise<number> {
   return values.filter((v) => v === value).length;
 }
 
-/** The value of the lock the app's first @Locked call holds on `key`, once it holds it. */
-async function heldValue(key: string): Promise<string> {
-  for (let i = 0; i < 200; i++) {
+/**
+ * The value of the lock the app's first @Locked call holds on `key`, once
+ * its work has `started` (a key seen on a node is not yet a lock the call
+ * holds: on a loaded machine its acquire may still wait for the others).
+ */
+async function heldValue(key: string, started: () => boolean): Promise<string> {
+  for (let i = 0; i < 500; i++) {
     const values = await Promise.all(admin.map((c) => c.get(key)));
     const value = values.find((v) => v !== null);
-    if (value) return value;
+    if (value && started()) return value;
     await sleep(10);
   }
   throw new Error(`${key} was never locked`);
@@ -64,7 +75,7 @@ describe('shutdown (app.close())', () => {
     const jobs = t.app.get(JobsService);
     const running = jobs.work('1', 20_000).catch((e: unknown) => e);
     const key = `${t.prefix}job:1`;
-    const value = await heldValue(key);
+    const value = await heldValue(key, () => jobs.started.has('1'));
     // Another process waits, woken only by a release (its retry is 8 s away).
     const waiting = t.other.acquire('job:1', {
       waitTimeout: 9000,
@@ -94,7 +105,7 @@ describe('shutdown (app.close())', () => {
     const jobs = t.app.get(JobsService);
     const running = jobs.work('2', 200);
     const key = `${t.prefix}job:2`;
-    const value = await heldValue(key);
+    const value = await heldValue(key, () => jobs.started.has('2'));
     const started = Date.now();
     await t.app.close();
     // close waited for the work, not for the whole grace.
@@ -113,7 +124,7 @@ describe('shutdown (app.close())', () => {
     const waiting = jobs.work('3', 0).catch((e: unknown) => e);
     // Work in flight keeps close() pending while new calls come in.
     const inFlight = jobs.work('4', 500);
-    await heldValue(`${t.prefix}job:4`);
+    await heldValue(`${t.prefix}job:4`, () => jobs.started.has('4'));
     const started = Date.now();
     const closing = t.app.close();
     const waited = await waiting;
@@ -157,7 +168,9 @@ describe('shutdown (app.close())', () => {
     await t.app.listen(0, '127.0.0.1');
     const url = await t.app.getUrl();
     const inFlight = fetch(`${url}/jobs/10?ms=600`, { method: 'POST' });
-    await heldValue(`${t.prefix}job:10`);
+    await heldValue(`${t.prefix}job:10`, () =>
+      JobsController.started.has('10'),
+    );
     const closing = t.app.close();
     const refused = await fetch(`${url}/jobs/11?ms=0`, { method: 'POST' });
     expect(refused.status).toBe(503);
