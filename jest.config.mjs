@@ -24,11 +24,14 @@ export default {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
   },
   // `npm run test:declared`: every script the library sends fails on a key
-  // it did not declare (test/utils/declared-keys-check.ts).
-  setupFilesAfterEnv:
-    process.env.REDLOCK_DECLARED_KEYS_CHECK === '1'
+  // it did not declare (test/utils/declared-keys-check.ts). In `.ci/run`, a
+  // failed test runs once more, its first failure printed (ci-retry.ts).
+  setupFilesAfterEnv: [
+    ...(process.env.REDLOCK_DECLARED_KEYS_CHECK === '1'
       ? ['<rootDir>/test/utils/declared-keys-check.ts']
-      : [],
+      : []),
+    '<rootDir>/test/utils/ci-retry.ts',
+  ],
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   testTimeout: 30_000,
