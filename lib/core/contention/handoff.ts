@@ -31,7 +31,7 @@ export function handOver(
       lock,
       c.host.config.localHandoff,
       c.host.clock.now(),
-      () => passedOn(c, successor(c, lock), 'queue'),
+      () => passedOn(successor(c, lock), 'queue'),
     )
   );
 }
@@ -61,9 +61,7 @@ export function linger(
     c.host.clock.now(),
     // Asked for later in the turn, after synchronous work: still worth it?
     () =>
-      halfLeft(c, lock)
-        ? passedOn(c, successor(c, lock), 'lingering')
-        : undefined,
+      halfLeft(c, lock) ? passedOn(successor(c, lock), 'lingering') : undefined,
     () => releaseLater(c, lock, line),
   );
 }
@@ -151,11 +149,7 @@ function halfLeft(c: ContentionParts, lock: Lock): boolean {
 }
 
 /** `next`, the lease that just passed within the process: told to the `handover` channel. */
-export function passedOn(
-  c: ContentionParts,
-  next: Lock,
-  via: HandoverMessage['via'],
-): Lock {
+export function passedOn(next: Lock, via: HandoverMessage['via']): Lock {
   if (channels.handover.hasSubscribers)
     channels.handover.publish({
       resources: next.resources,

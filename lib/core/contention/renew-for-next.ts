@@ -43,7 +43,7 @@ export async function renewForNext(
     countGranted(ballots) < c.host.quorum ||
     deadline <= c.host.clock.now() ||
     !c.queue.renewTo(line, lock, () =>
-      passedOn(c, successor(c, lock, deadline), 'renewal'),
+      passedOn(successor(c, lock, deadline), 'renewal'),
     )
   )
     return undefined;

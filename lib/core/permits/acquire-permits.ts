@@ -1,6 +1,6 @@
 import type { AcquireOptions } from '../config/options.js';
 import type { RedlockContext } from '../context.js';
-import { channels, valueHash } from '../events/channels.js';
+import { passedOn } from '../contention/handoff.js';
 import { createLock, type Lock, type LockOperations } from '../lock.js';
 import { resolveCall, type AcquireCall } from '../operations/acquire-call.js';
 import { count } from '../operations/acquire.js';
@@ -95,7 +95,7 @@ async function permitRounds(
             waitedInRedis: lock.waitedInRedis,
           });
           ctx.held.add(handed);
-          return passedOn(handed);
+          return passedOn(handed, 'queue');
         }
       : undefined;
   for (;;) {
@@ -205,16 +205,4 @@ function attemptsOf(candidates: number[][]): number[][][] {
   return Array.from({ length: rounds }, (_, k) =>
     candidates.map((c) => [c[k]]),
   );
-}
-
-/** `lock`, the permit lease that just passed within the process: told to the `handover` channel. */
-function passedOn(lock: Lock): Lock {
-  if (channels.handover.hasSubscribers)
-    channels.handover.publish({
-      resources: lock.resources,
-      valueHash: valueHash(lock.value),
-      via: 'queue',
-      ...lock.shape,
-    });
-  return lock;
 }
