@@ -1,7 +1,8 @@
 // npm run test:faults: the Jepsen-style fault harness (docs/faults.md).
 //   node test/faults/run.mjs [--ci | --full] [--only=name,name] [--no-mutants]
 //     [--ops=N] [--max-ms=N] [--set=field=json ...] [--dist=DIR]
-// --ci (the default): every scenario and mutant, bounded (CI_OPS operations
+// --retry: a scenario that failed without a violation it forbids runs once
+// more (CI; see judge). --ci (the default): every scenario and mutant, bounded (CI_OPS operations
 // each, at most CI_MAX_MS), a few minutes in all, except scenarios marked
 // `ci: false` (run by --full, or when --only names them). --full: FULL_OPS
 // operations per scenario (at most FULL_MAX_MS, or the scenario's own
@@ -34,6 +35,8 @@ const only = args
 const opsArg = Number(args.find((a) => a.startsWith('--ops='))?.slice(6)) || undefined;
 const maxMsArg = Number(args.find((a) => a.startsWith('--max-ms='))?.slice(9)) || undefined;
 const withMutants = !args.includes('--no-mutants');
+// --retry (CI): a scenario that failed only on timing runs once more (see judge).
+const retry = args.includes('--retry');
 const distEsm = args.find((a) => a.startsWith('--dist='))?.slice(7) ?? join(ROOT, 'dist/esm');
 // --set=key=json overrides a config field of every selected scenario (to bisect a finding).
 const overrides = Object.fromEntries(
@@ -86,7 +89,50 @@ const showViolations = (v) => {
   return parts.length ? `${sum(v)} (${parts.map(([k, n]) => `${k} ${n}`).join(', ')})` : '0';
 };
 
-/** Runs of a mutant's scenario before it counts as survived (see runOne). */
+/**
+ * A run's verdict. `timingOnly`: it failed without a violation its
+ * scenario forbids (a liveness bound, a scenario's own requirement, an
+ * error, or a documented hazard the faults happened not to bring about),
+ * what a loaded machine can cause; --retry runs such a row once more.
+ */
+function judge(scenario, report, mutant) {
+  const v = report.violations;
+  const liveness = sum(report.liveness);
+  let verdict;
+  let expected;
+  let forbidden = 0;
+  if (mutant) {
+    expected = 'found';
+    verdict = sum(v) > 0 ? 'caught' : 'SURVIVED';
+  } else if (scenario.expected === 'report') {
+    // A report on another library (the peer's semaphore): what it did,
+    // whatever it found; only a run that did not work fails.
+    expected = 'none (a report)';
+    verdict = report.ops > 0 && report.errors.length === 0 ? 'reported' : 'FAIL';
+  } else if (scenario.expected === 0) {
+    expected = '0';
+    const why = scenario.require?.(report);
+    forbidden = sum(v);
+    verdict = forbidden === 0 && liveness === 0 && report.errors.length === 0 && !why ? 'pass' : 'FAIL';
+    if (why) report.requireFailed = why;
+  } else {
+    // A documented hazard: its kind must be found; the kinds it may bring
+    // along (a second holder's lost updates) are allowed; any other is not.
+    expected = `found (${scenario.expected.join(', ')})`;
+    const allowed = [...scenario.expected, ...(scenario.allowed ?? [])];
+    const other = Object.keys(v).filter((k) => !allowed.includes(k));
+    forbidden = sum(v, other);
+    verdict =
+      sum(v, scenario.expected) > 0 && forbidden === 0 && liveness === 0 && report.errors.length === 0
+        ? 'pass'
+        : 'FAIL';
+  }
+  if (!mutant && liveness) verdict += ` (liveness: ${JSON.stringify(report.liveness)})`;
+  const ok = /^(pass|caught|reported)$/.test(verdict);
+  return { ok, expected, verdict, timingOnly: !ok && !mutant && forbidden === 0 };
+}
+
+/** Runs of a mutant's scenario before it counts as survived (see runOn). */
 const MUTANT_TRIES = 3;
 
 async function runOne(label, scenario0, dist, mutant) {
@@ -111,10 +157,14 @@ async function runOn(label, scenario0, dist, mutant, servers) {
   const t0 = Date.now();
   // A mutant's bug shows by chance (a reply late enough, at the right
   // moment): a run that did not show it is tried again, up to MUTANT_TRIES
-  // runs, stopping at the first that does. Scenarios run once.
+  // runs, stopping at the first that does. A scenario runs once, or with
+  // --retry twice when its first run failed without a forbidden violation
+  // (see timingOnly).
   let report;
+  let judged;
+  let first;
   let tries = 0;
-  do {
+  for (;;) {
     tries++;
     await resetServers(servers);
     await resetServers([store]);
@@ -132,45 +182,26 @@ async function runOn(label, scenario0, dist, mutant, servers) {
       store,
       dist,
     });
-  } while (mutant && sum(report.violations) === 0 && tries < MUTANT_TRIES);
-  if (tries > 1) label += ` (run ${tries} of at most ${MUTANT_TRIES})`;
-  const v = report.violations;
-  const liveness = sum(report.liveness);
-  let verdict;
-  let expected;
-  if (mutant) {
-    expected = 'found';
-    verdict = sum(v) > 0 ? 'caught' : 'SURVIVED';
-  } else if (scenario.expected === 'report') {
-    // A report on another library (the peer's semaphore): what it did,
-    // whatever it found; only a run that did not work fails.
-    expected = 'none (a report)';
-    verdict = report.ops > 0 && report.errors.length === 0 ? 'reported' : 'FAIL';
-  } else if (scenario.expected === 0) {
-    expected = '0';
-    const why = scenario.require?.(report);
-    verdict = sum(v) === 0 && liveness === 0 && report.errors.length === 0 && !why ? 'pass' : 'FAIL';
-    if (why) report.requireFailed = why;
-  } else {
-    // A documented hazard: its kind must be found; the kinds it may bring
-    // along (a second holder's lost updates) are allowed; any other is not.
-    expected = `found (${scenario.expected.join(', ')})`;
-    const allowed = [...scenario.expected, ...(scenario.allowed ?? [])];
-    const other = Object.keys(v).filter((k) => !allowed.includes(k));
-    verdict =
-      sum(v, scenario.expected) > 0 && sum(v, other) === 0 && liveness === 0 && report.errors.length === 0
-        ? 'pass'
-        : 'FAIL';
+    judged = judge(scenario, report, mutant);
+    if (mutant) {
+      if (judged.ok || tries >= MUTANT_TRIES) break;
+    } else if (judged.ok || !retry || tries >= 2 || !judged.timingOnly) break;
+    else {
+      first = `${judged.verdict}: ${showViolations(report.violations)} violations, liveness ${JSON.stringify(report.liveness)}${report.requireFailed ? `, ${report.requireFailed}` : ''}${report.errors.length ? `, errors: ${report.errors.slice(0, 2).join('; ')}` : ''}`;
+      console.log(`${label}: first run ${first}; once more (--retry)`);
+    }
   }
-  if (!mutant && liveness) verdict += ` (liveness: ${JSON.stringify(report.liveness)})`;
+  if (tries > 1) label += mutant ? ` (run ${tries} of at most ${MUTANT_TRIES})` : ' (run 2 of 2)';
+  const { expected, verdict } = judged;
   const row = {
     label,
     ops: report.ops,
     grants: report.grants,
     faults: report.faults,
-    violations: showViolations(v),
+    violations: showViolations(report.violations),
     expected,
     verdict,
+    first,
     seconds: Math.round((Date.now() - t0) / 1000),
     report,
   };
@@ -211,6 +242,8 @@ console.log(
 );
 for (const line of table) console.log(`| ${line.join(' | ')} |`);
 writeFileSync(join(SCRATCH, `report-${full ? 'full' : 'ci'}.json`), JSON.stringify(rows, null, 1));
+const retried = rows.filter((r) => r.first);
+if (retried.length) console.log(`\nrun twice (--retry): ${retried.map((r) => `${r.label}: first run ${r.first}`).join('; ')}`);
 const bad = rows.filter((r) => !/^(pass|caught|skipped|reported)$/.test(r.verdict));
 if (bad.length) {
   console.log(`\n${bad.length} unexpected verdict(s): ${bad.map((r) => r.label).join('; ')}`);
