@@ -121,6 +121,58 @@ describe('read/write lock (mode) on real nodes', () => {
     expect(await settledTo(() => keysOf('marked'), none)).toEqual(none);
   });
 
+  it("keeps the mark past every reader's lease, and lets a writer in once the last reader's lease ends", async () => {
+    const a = make();
+    const reader = await a.acquire('outlived', { mode: 'read', ttl: 4000 });
+    await flushed(a);
+    // On every node: the mark and the readers outlive the reader's entry.
+    const left = await Promise.all(
+      admin.map(async (c) => {
+        const [[, entry], [, time], [, mark], [, readers]] = (await c
+          .multi()
+          .zscore(`${metaPrefix}rd:${keyPrefix}outlived`, reader.value)
+          .time()
+          .pttl(`${keyPrefix}outlived`)
+          .pttl(`${metaPrefix}rd:${keyPrefix}outlived`)
+          .exec()) as [unknown, unknown][];
+        const [s, us] = time as [string, string];
+        const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+        return entry === null
+          ? undefined
+          : { entry: Number(entry) - now, mark: Number(mark), readers: Number(readers) };
+      }),
+    );
+    // A quorum holds the entry (a node the acquire reached late may not).
+    const holding = left.filter((node) => node !== undefined);
+    expect(holding.length).toBeGreaterThan(admin.length / 2);
+    for (const node of holding) {
+      expect(node.entry).toBeGreaterThan(0);
+      expect(node.mark).toBeGreaterThanOrEqual(node.entry);
+      expect(node.readers).toBeGreaterThanOrEqual(node.entry);
+    }
+    // The reader goes away without releasing: once its lease has ended on
+    // every node, a writer is granted at once though the mark may live on.
+    const b = make();
+    const ended = await settledTo(
+      async () =>
+        (
+          await Promise.all(
+            admin.map(async (c) => {
+              const [s, us] = (await c.time()) as [string, string];
+              const entry = await c.zscore(`${metaPrefix}rd:${keyPrefix}outlived`, reader.value);
+              return entry === null || Number(entry) < Number(s) * 1000 + Number(us) / 1000;
+            }),
+          )
+        ).every(Boolean),
+      true,
+      10_000,
+    );
+    expect(ended).toBe(true);
+    const writer = await b.tryAcquire('outlived', { mode: 'write' });
+    expect(writer).not.toBeNull();
+    await writer!.release();
+  });
+
   it('does not starve a writer behind a stream of overlapping readers', async () => {
     const readerSide = make();
     const writerSide = make();

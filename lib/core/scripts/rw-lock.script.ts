@@ -87,11 +87,15 @@ for i = 1, n do
     if redis.call('GET', wi) == value then redis.call('DEL', wi) end
   else
     redis.call('ZADD', rd, now + ttl, value)
-    -- The last reader lives at least as long as this one: no pruning here
-    -- (a release or a writer prunes).
-    local left = math.max(1, tonumber(redis.call('ZRANGE', rd, -1, -1, 'WITHSCORES')[2]) - now)
-    redis.call('SET', k, MARK, 'PX', left)
-    redis.call('PEXPIRE', rd, left)
+    -- The mark and the readers must outlive this reader; set again only
+    -- when they would not, with half a lease to spare so that most
+    -- readers skip it (a writer looks at the live readers, not the mark).
+    -- No pruning here (a release or a writer prunes).
+    if redis.call('PTTL', k) < ttl then
+      local life = ttl + math.ceil(ttl / 2)
+      redis.call('SET', k, MARK, 'PX', life)
+      redis.call('PEXPIRE', rd, life)
+    end
   end
 end
 return 1
@@ -135,19 +139,24 @@ for i = 1, n do
   local cur = redis.call('GET', k)
   -- The writer gone, the last reader, or a writer's intent: whoever the
   -- node refused may go now (every reader, or a writer).
-  local freed = false
+  local freed, reader = false, false
   if cur == value then
     redis.call('DEL', k)
     deleted = deleted + 1
     freed = true
   elseif redis.call('ZREM', rd, value) == 1 then
     deleted = deleted + 1
-    if cur == MARK then
-      keepReaders(k, rd)
-      freed = redis.call('EXISTS', k) == 0
+    -- The last live reader gone: the mark goes with it. Otherwise it
+    -- already outlives the readers left.
+    redis.call('ZREMRANGEBYSCORE', rd, '-inf', now)
+    if cur == MARK and redis.call('ZCARD', rd) == 0 then
+      redis.call('DEL', k, rd)
+      freed = true
     end
+    reader = true
   end
-  if not keepIntent and redis.call('GET', wi) == value then
+  -- A reader has no intent to drop.
+  if not keepIntent and not reader and redis.call('GET', wi) == value then
     redis.call('DEL', wi)
     freed = true
   end
