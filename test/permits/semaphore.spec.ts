@@ -96,6 +96,48 @@ describe('semaphore (permits) on real nodes', () => {
     ).toEqual(admin.map(() => [null]));
   });
 
+  it("keeps the mark past every holder's lease, and drops it with the last holder's release", async () => {
+    const metaPrefix = uniquePrefix('sem-meta');
+    const r = new Redlock({ clients: quorumUrls(), keyPrefix, metaPrefix });
+    redlocks.push(r);
+    const first = await r.acquire('outlived', { permits: 3, ttl: 2000 });
+    const second = await r.acquire('outlived', { permits: 3, ttl: 4000 });
+    await flushed(r);
+    const holders = `${metaPrefix}ph:${keyPrefix}outlived`;
+    // On every node holding them: the mark and the holders outlive each
+    // holder's entry (the longer lease came second).
+    const left = await Promise.all(
+      admin.map(async (c) => {
+        const [[, a], [, b], [, time], [, mark], [, set]] = (await c
+          .multi()
+          .zscore(holders, first.value)
+          .zscore(holders, second.value)
+          .time()
+          .pttl(`${keyPrefix}outlived`)
+          .pttl(holders)
+          .exec()) as [unknown, unknown][];
+        const [s, us] = time as [string, string];
+        const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+        if (a === null || b === null) return undefined;
+        return { last: Math.max(Number(a), Number(b)) - now, mark: Number(mark), set: Number(set) };
+      }),
+    );
+    const holding = left.filter((node) => node !== undefined);
+    expect(holding.length).toBeGreaterThan(admin.length / 2);
+    for (const node of holding) {
+      expect(node.last).toBeGreaterThan(2000);
+      expect(node.mark).toBeGreaterThanOrEqual(node.last);
+      expect(node.set).toBeGreaterThanOrEqual(node.last);
+    }
+    await second.release();
+    // One holder left: the mark stays.
+    const marks = () => Promise.all(admin.map((c) => c.get(`${keyPrefix}outlived`)));
+    expect((await marks()).filter((m) => m === '~permits:3').length).toBeGreaterThan(admin.length / 2);
+    await first.release();
+    const none = admin.map(() => null);
+    expect(await settledTo(marks, none)).toEqual(none);
+  });
+
   it('gives up at waitTimeout naming the resource asked for, busy, with the lease left', async () => {
     const holder = make();
     const other = make();

@@ -14,8 +14,9 @@ export function permitsMark(permits: number): string {
  * Shared by the permit scripts. A resource `k` used as a semaphore has
  * permit slot keys `<k>#permit-<i>` (in `k`'s hash slot) and holders (a
  * sorted set of the holders' values scored by the node time, in ms, at
- * which each lease ends). `k` holds the mark for as long as the last
- * holder, and goes with it.
+ * which each lease ends). `k` holds the mark for at least as long as the
+ * last holder (up to half a lease longer), and goes when the last live
+ * holder releases.
  */
 const PERMIT_LUA = `
 local t = redis.call('TIME')
@@ -31,13 +32,14 @@ local function keepMark(k, h, mark)
   redis.call('SET', k, mark, 'PX', left)
   redis.call('PEXPIRE', h, left)
 end
--- keepMark after a holder was just added: the last lease is at least its
--- own, so nothing to prune (a release prunes).
-local function stretchMark(k, h, mark)
-  local last = redis.call('ZRANGE', h, -1, -1, 'WITHSCORES')
-  local left = math.max(1, tonumber(last[2]) - now)
-  redis.call('SET', k, mark, 'PX', left)
-  redis.call('PEXPIRE', h, left)
+-- After a holder was just added: the mark and the holders must outlive
+-- it. Set again only when they would not, with half a lease to spare so
+-- that most acquires skip it (the slots bound the holders, not the mark).
+local function stretchMark(k, h, mark, ttl)
+  if redis.call('PTTL', k) >= ttl then return end
+  local life = ttl + math.ceil(ttl / 2)
+  redis.call('SET', k, mark, 'PX', life)
+  redis.call('PEXPIRE', h, life)
 end
 `;
 
@@ -75,7 +77,7 @@ end
 for j = 1, m do
   redis.call('SET', KEYS[(1 + choice[j]) * m + j], value, 'PX', ttl)
   redis.call('ZADD', KEYS[m + j], now + ttl, value)
-  stretchMark(KEYS[j], KEYS[m + j], mark)
+  stretchMark(KEYS[j], KEYS[m + j], mark, ttl)
 end
 local reply = {1, choice[1]}
 if fencing then
@@ -160,9 +162,12 @@ for j = 1, m do
     deleted = deleted + 1
     local h = KEYS[2 * m + j]
     redis.call('ZREM', h, ARGV[1])
-    local cur = redis.call('GET', KEYS[j])
-    if cur and string.sub(cur, 1, 9) == '~permits:' then
-      keepMark(KEYS[j], h, cur)
+    -- The last live holder gone: the mark goes with it. Otherwise it
+    -- already outlives the holders left.
+    redis.call('ZREMRANGEBYSCORE', h, '-inf', now)
+    if redis.call('ZCARD', h) == 0 then
+      local cur = redis.call('GET', KEYS[j])
+      if cur and string.sub(cur, 1, 9) == '~permits:' then redis.call('DEL', KEYS[j]) end
     end
   end
 end
