@@ -31,14 +31,19 @@ export function openShapes(ctx: RedlockContext): ShapesHost {
     waiters,
     permitScripts: permits,
     // A permit's release passes it on or wakes a waiter through the PermitBook.
-    permitOps: scriptedLockOperations(
-      ctx,
-      permits,
-      () => undefined,
-      (lock) =>
+    permitOps: scriptedLockOperations(ctx, permits, () => undefined, {
+      passOn: (lock) =>
         ctx.config.localHandoff > 0 &&
         book.passOn(lock, ctx.config.localHandoff),
-    ),
+      linger: (lock, releaseLater) =>
+        ctx.config.localHandoff > 0 &&
+        book.linger(
+          lock,
+          ctx.config.localHandoff,
+          ctx.readyWaits,
+          releaseLater,
+        ),
+    }),
     rwScripts: rw,
     rwOps: scriptedLockOperations(ctx, rw, (lock) =>
       waiters.wake(lock.resources),

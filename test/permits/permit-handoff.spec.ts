@@ -2,7 +2,13 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Redlock, type Lock } from 'nestjs-redlock';
 import { inspect, quorumUrls, uniquePrefix } from '../utils/nodes.js';
-import { closeAll, flushed, parked, settledTo } from '../utils/nodes.js';
+import {
+  closeAll,
+  flushed,
+  parked,
+  scriptCalls,
+  settledTo,
+} from '../utils/nodes.js';
 
 // A permit released while another caller of the same process waits for
 // it: passed on as it stands (no round trip, the slot never frees on the
@@ -100,6 +106,67 @@ describe('semaphore: a permit passed within the process', () => {
     // The third waiter was woken by the release and asked the nodes.
     expect(passed).toEqual([true, true, undefined]);
     await lock.release();
+  });
+
+  it('keeps a contended permit released while nobody waits until the loop turns, for a caller that asks again at once', async () => {
+    const r = make();
+    const holder = await r.acquire('linger', { permits: 1 });
+    const retries = r.stats.retries;
+    const waiting = r.acquire('linger', patient);
+    expect(await parked(r, retries)).toBeGreaterThanOrEqual(retries + 1);
+    expect((await holder.release()).handedOver).toBe(true);
+    // A lock its caller waited for, released while nobody of the process
+    // waits: kept for whoever asks before the event loop turns.
+    const first = await waiting;
+    await flushed(r);
+    const before = await slotsOn('linger');
+    const calls = await scriptCalls(admin);
+    const told: unknown[] = [];
+    const onHandover = (message: unknown) => told.push(message);
+    subscribe('nestjs-redlock:handover', onHandover);
+    const result = await first.release();
+    const again = await r
+      .acquire('linger', { permits: 1 })
+      .finally(() => unsubscribe('nestjs-redlock:handover', onHandover));
+    expect(result).toMatchObject({ released: true, deferred: true, nodes: [] });
+    expect(told).toEqual([
+      {
+        resources: ['linger#permit-0'],
+        valueHash: expect.any(String),
+        via: 'lingering',
+        permits: 1,
+      },
+    ]);
+    // The same lease, and no node asked in between (the release was never
+    // sent): the slot holds the same value on every node.
+    expect(again.value).toBe(first.value);
+    expect(again.isHeld).toBe(true);
+    await flushed(r);
+    expect(await scriptCalls(admin)).toBe(calls);
+    expect(await slotsOn('linger')).toEqual(before);
+    // Nobody asks this time: the release goes to the nodes as the loop turns.
+    expect((await again.release()).deferred).toBe(true);
+    const none = admin.map(() => []);
+    expect(await settledTo(() => slotsOn('linger'), none)).toEqual(none);
+  });
+
+  it('releases an uncontended permit on the nodes at once, and sends a kept release at quit()', async () => {
+    const r = make();
+    const alone = await r.acquire('at-once', { permits: 1 });
+    const result = await alone.release();
+    expect(result.deferred).toBeUndefined();
+    expect(result.released).toBe(true);
+    expect(result.nodes.length).toBe(admin.length);
+    // A kept release: quit() sends it before it closes the connections.
+    const holder = await r.acquire('at-once', { permits: 1 });
+    const retries = r.stats.retries;
+    const waiting = r.acquire('at-once', patient);
+    expect(await parked(r, retries)).toBeGreaterThanOrEqual(retries + 1);
+    await holder.release();
+    const kept = await waiting;
+    expect((await kept.release()).deferred).toBe(true);
+    await r.quit();
+    expect(await slotsOn('at-once')).toEqual(admin.map(() => []));
   });
 
   it('never passes a permit to a waiter whose call it does not fit (fencing, another lease, several resources)', async () => {

@@ -119,7 +119,11 @@ describe('semaphore (permits) on real nodes', () => {
         const [s, us] = time as [string, string];
         const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
         if (a === null || b === null) return undefined;
-        return { last: Math.max(Number(a), Number(b)) - now, mark: Number(mark), set: Number(set) };
+        return {
+          last: Math.max(Number(a), Number(b)) - now,
+          mark: Number(mark),
+          set: Number(set),
+        };
       }),
     );
     const holding = left.filter((node) => node !== undefined);
@@ -131,8 +135,11 @@ describe('semaphore (permits) on real nodes', () => {
     }
     await second.release();
     // One holder left: the mark stays.
-    const marks = () => Promise.all(admin.map((c) => c.get(`${keyPrefix}outlived`)));
-    expect((await marks()).filter((m) => m === '~permits:3').length).toBeGreaterThan(admin.length / 2);
+    const marks = () =>
+      Promise.all(admin.map((c) => c.get(`${keyPrefix}outlived`)));
+    expect(
+      (await marks()).filter((m) => m === '~permits:3').length,
+    ).toBeGreaterThan(admin.length / 2);
     await first.release();
     const none = admin.map(() => null);
     expect(await settledTo(marks, none)).toEqual(none);

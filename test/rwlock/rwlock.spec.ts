@@ -139,7 +139,11 @@ describe('read/write lock (mode) on real nodes', () => {
         const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
         return entry === null
           ? undefined
-          : { entry: Number(entry) - now, mark: Number(mark), readers: Number(readers) };
+          : {
+              entry: Number(entry) - now,
+              mark: Number(mark),
+              readers: Number(readers),
+            };
       }),
     );
     // A quorum holds the entry (a node the acquire reached late may not).
@@ -158,9 +162,15 @@ describe('read/write lock (mode) on real nodes', () => {
         (
           await Promise.all(
             admin.map(async (c) => {
-              const [s, us] = (await c.time()) as [string, string];
-              const entry = await c.zscore(`${metaPrefix}rd:${keyPrefix}outlived`, reader.value);
-              return entry === null || Number(entry) < Number(s) * 1000 + Number(us) / 1000;
+              const [s, us] = (await c.time()) as unknown as [string, string];
+              const entry = await c.zscore(
+                `${metaPrefix}rd:${keyPrefix}outlived`,
+                reader.value,
+              );
+              return (
+                entry === null ||
+                Number(entry) < Number(s) * 1000 + Number(us) / 1000
+              );
             }),
           )
         ).every(Boolean),

@@ -1,4 +1,4 @@
-import type { ContentionParts } from './host.js';
+import type { ContentionHost, ContentionParts } from './host.js';
 import {
   channels,
   valueHash,
@@ -115,7 +115,7 @@ export function successor(
  * stay until their lease ends, and other processes wait that long.
  */
 export function reportDeferred(
-  c: ContentionParts,
+  host: ContentionHost,
   lock: Lock,
   result: ReleaseResult,
 ): void {
@@ -124,8 +124,8 @@ export function reportDeferred(
   const failed = result.nodes
     .filter((n) => n.outcome !== 'granted' && n.outcome !== 'busy')
     .map((n) => `${n.node} ${n.outcome}`);
-  c.host.logger.warn(
-    `Held-back release of ${lock.resources.map((r) => `"${r}"`).join(', ')} reached ${deleted.length} of ${c.host.nodes.length} nodes (quorum ${c.host.quorum})` +
+  host.logger.warn(
+    `Held-back release of ${lock.resources.map((r) => `"${r}"`).join(', ')} reached ${deleted.length} of ${host.nodes.length} nodes (quorum ${host.quorum})` +
       (failed.length ? `; ${failed.join(', ')}` : '') +
       `: its keys stay until their lease (${Math.ceil(lock.ttl)} ms) ends`,
   );

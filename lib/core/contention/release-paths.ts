@@ -63,7 +63,7 @@ function decide(c: ContentionParts, lock: Lock): Promise<ReleaseResult> {
 /** The release of a lease held back for nobody (see `linger`), at the end of the turn. */
 function releaseHeldBack(c: ContentionParts, lock: Lock, line: string): void {
   void awaitedByQuit(c.host, releaseOnNodes(c, lock, line, false)).then(
-    (result) => reportDeferred(c, lock, result),
+    (result) => reportDeferred(c.host, lock, result),
   );
 }
 

@@ -78,11 +78,12 @@ async function permitRounds(
   const giveUpAt = ctx.clock.now() + timing.waitTimeout;
   let attempts = 0;
   let last: PermitAttempt | undefined;
-  // A permit lock of this process passed on as it stands (PermitBook.passOn).
+  // A permit lock of this process passed on as it stands (PermitBook.passOn,
+  // PermitBook.adopt).
   let handed: Lock | undefined;
   const take =
     resources.length === 1 && !call.fencing
-      ? (lock: Lock) => {
+      ? (lock: Lock, via: 'queue' | 'lingering' = 'queue') => {
           if (lock.ttl !== timing.ttl) return undefined;
           handed = createLock(host.permitOps, {
             resources: lock.resources,
@@ -95,10 +96,25 @@ async function permitRounds(
             waitedInRedis: lock.waitedInRedis,
           });
           ctx.held.add(handed);
-          return passedOn(handed, 'queue');
+          return passedOn(handed, via);
         }
       : undefined;
   for (;;) {
+    // A lease released here a moment ago and kept for whoever asks next.
+    const kept =
+      take &&
+      book.adopt(resources[0], ctx.config.localHandoff, (lock) =>
+        take(lock, 'lingering'),
+      );
+    if (kept) {
+      const late = stopReason(ctx, resources, attempts, signal);
+      if (late !== undefined) {
+        await kept.release();
+        throw late;
+      }
+      count(ctx, attempts > 0);
+      return kept;
+    }
     const seen = book.freesOf(resources);
     for (const candidates of attemptsOf(
       resources.map((r) => book.candidates(r)),
@@ -123,7 +139,7 @@ async function permitRounds(
           throw late;
         }
         ctx.held.add(last.lock);
-        book.hold(resources, last.slots, last.lock);
+        book.hold(resources, last.slots, last.lock, undefined, attempts > 1);
         count(ctx, attempts > 1);
         return last.lock;
       }

@@ -1,47 +1,15 @@
-import { LOCAL_HANDOFF_WINDOW_MS } from '../contention/line.js';
 import type { Clock } from '../util/clock.js';
 import { untilWoken } from '../util/wake.js';
 import type { Lock } from '../lock.js';
-
-/** A caller of this process waiting for a permit. */
-interface PermitWaiter {
-  /** Wakes it to ask the nodes again. */
-  readonly wake: () => void;
-  /**
-   * Takes `lock`'s lease as it stands (see {@link PermitBook.passOn}): the
-   * waiter's lock, or `undefined` when its call does not fit that lease.
-   * Only single-resource waiters have it.
-   */
-  readonly take?: (lock: Lock) => Lock | undefined;
-}
-
-/** The slots a lock of this process holds, and how many times its lease passed on in a row. */
-interface Holding {
-  readonly resources: readonly string[];
-  readonly slots: readonly number[];
-  /** Passes of this lease within the process so far, and when the first was (clock ms). */
-  readonly streak: number;
-  readonly since: number;
-}
-
-/** One resource's permits as this process knows them. */
-interface PermitSlots {
-  readonly permits: number;
-  /** Acquires of this process using the entry now. */
-  users: number;
-  /** The lock holding each slot in this process (one lock may hold slots of several resources). */
-  readonly held: Map<number, Lock>;
-  /** Slots tried and found held elsewhere: when their holder's lease ends (clock ms). */
-  readonly busyUntil: Map<number, number>;
-  /** Waiters of this process, woken one per slot freed here (oldest first). */
-  readonly waiters: Set<PermitWaiter>;
-  /**
-   * Slots freed here while no waiter was parked (its attempt was out), and
-   * how many of those an attempt that failed meanwhile took as its wake-up.
-   */
-  frees: number;
-  claimed: number;
-}
+import {
+  candidateSlots,
+  mayPass,
+  newPermitSlots,
+  type Holding,
+  type Lingering,
+  type PermitSlots,
+  type PermitWaiter,
+} from './permit-slots-state.js';
 
 /**
  * What this process knows of the permit slots of the semaphores it uses:
@@ -61,15 +29,7 @@ export class PermitBook {
     let entry = this.slots.get(resource);
     // An entry of another count is stale: its locks expired unreleased.
     if (!entry || entry.permits !== permits) {
-      entry = {
-        permits,
-        users: 0,
-        held: new Map(),
-        busyUntil: new Map(),
-        waiters: new Set(),
-        frees: 0,
-        claimed: 0,
-      };
+      entry = newPermitSlots(permits);
       this.slots.set(resource, entry);
     }
     entry.users++;
@@ -83,26 +43,10 @@ export class PermitBook {
     this.forgetIfUnused(resource, entry);
   }
 
-  /**
-   * The slots of `resource` to try, starting at a random one so that
-   * callers spread over the slots: those this process does not hold, the
-   * ones not known to be held elsewhere first (an attempt for one resource
-   * sends them all, and each node takes the first free one).
-   */
+  /** The slots of `resource` to try, in order (see `candidateSlots`). */
   candidates(resource: string): number[] {
     const entry = this.slots.get(resource);
-    if (!entry) return [];
-    const now = this.clock.now();
-    const start = Math.floor(Math.random() * entry.permits);
-    const fresh: number[] = [];
-    const busy: number[] = [];
-    for (let k = 0; k < entry.permits; k++) {
-      const slot = (start + k) % entry.permits;
-      if (entry.held.get(slot)?.isHeld) continue;
-      if ((entry.busyUntil.get(slot) ?? -Infinity) > now) busy.push(slot);
-      else fresh.push(slot);
-    }
-    return fresh.concat(busy);
+    return entry ? candidateSlots(entry, this.clock.now()) : [];
   }
 
   /** When the first slot of `resource` known to be held elsewhere frees at the latest (clock ms). */
@@ -134,6 +78,7 @@ export class PermitBook {
     slots: readonly number[],
     lock: Lock,
     from?: Lock,
+    contended = from !== undefined,
   ): void {
     resources.forEach((resource, j) => {
       const entry = this.slots.get(resource);
@@ -147,6 +92,7 @@ export class PermitBook {
       slots,
       streak: before ? before.streak + 1 : 0,
       since: before?.streak ? before.since : this.clock.now(),
+      contended,
     });
     lock.afterRelease = () => this.freed(resources, slots, lock);
   }
@@ -162,19 +108,9 @@ export class PermitBook {
    * the nodes, where other processes may take it. True when one took it.
    */
   passOn(lock: Lock, limit: number): boolean {
-    const holding = this.holdings.get(lock);
-    if (!holding || holding.resources.length !== 1) return false;
-    const now = this.clock.now();
-    if (
-      holding.streak >= limit ||
-      (holding.streak > 0 && now - holding.since >= LOCAL_HANDOFF_WINDOW_MS) ||
-      lock.isLost ||
-      lock.fencingTokens !== undefined ||
-      lock.deadline - now < lock.ttl / 2
-    )
-      return false;
-    const entry = this.slots.get(holding.resources[0]);
-    if (!entry || entry.held.get(holding.slots[0]) !== lock) return false;
+    const entry = this.passable(lock, limit);
+    if (!entry) return false;
+    const holding = this.holdings.get(lock)!;
     for (const waiter of entry.waiters) {
       const next = waiter.take?.(lock);
       if (!next) continue;
@@ -182,6 +118,78 @@ export class PermitBook {
       return true;
     }
     return false;
+  }
+
+  /**
+   * Keeps the permit of `lock`, being released while no caller of this
+   * process waits for it, until the event loop turns, for a caller of this
+   * process that asks for the resource meanwhile ({@link adopt}; typically
+   * the one that released it, asking again), as the mutex's lingering
+   * release does. Only for a lock whose acquire was refused first (others
+   * compete for it), within the same bounds and streak as {@link passOn}.
+   * If nobody asks, `releaseLater` sends the release at the end of the
+   * turn, or `quit()` does (it calls `stops`). True when it kept the lease.
+   */
+  linger(
+    lock: Lock,
+    limit: number,
+    stops: Set<() => void>,
+    releaseLater: () => Promise<unknown>,
+  ): boolean {
+    const entry = this.passable(lock, limit);
+    const holding = this.holdings.get(lock);
+    if (!entry || !holding?.contended || entry.waiters.size > 0) return false;
+    const expire = () => {
+      if (!entry.lingering.delete(lock)) return;
+      clearImmediate(lingering.immediate);
+      stops.delete(expire);
+      void releaseLater().then(() =>
+        this.freed(holding.resources, holding.slots, lock),
+      );
+    };
+    const lingering: Lingering = { immediate: setImmediate(expire), expire };
+    entry.lingering.set(lock, lingering);
+    stops.add(expire);
+    return true;
+  }
+
+  /**
+   * A lease of `resource` kept by {@link linger}, passed to a caller that
+   * asks for it (`take`, as a waiter's), if one is kept and it fits; one
+   * with too little left goes to the nodes now.
+   */
+  adopt(
+    resource: string,
+    limit: number,
+    take: (lock: Lock) => Lock | undefined,
+  ): Lock | undefined {
+    const entry = this.slots.get(resource);
+    if (!entry) return undefined;
+    for (const [lock, lingering] of entry.lingering) {
+      // Checked again: synchronous work may have run since the release.
+      if (this.passable(lock, limit) !== entry) {
+        lingering.expire();
+        continue;
+      }
+      const next = take(lock);
+      if (!next) continue;
+      entry.lingering.delete(lock);
+      clearImmediate(lingering.immediate);
+      const holding = this.holdings.get(lock)!;
+      this.hold(holding.resources, holding.slots, next, lock);
+      return next;
+    }
+    return undefined;
+  }
+
+  /** The entry of `lock`'s resource when its permit may pass on (see `mayPass`). */
+  private passable(lock: Lock, limit: number): PermitSlots | undefined {
+    const holding = this.holdings.get(lock);
+    if (!holding) return undefined;
+    const entry = this.slots.get(holding.resources[0]);
+    return mayPass(entry, holding, lock, limit, this.clock.now())
+      ? entry
+      : undefined;
   }
 
   /** How many slots of each of `resources` freed here so far (see {@link claimFree}). */
@@ -253,7 +261,7 @@ export class PermitBook {
 
   /** Drops what is known of `resource` once no acquire of this process uses it and it holds no slot. */
   private forgetIfUnused(resource: string, entry: PermitSlots): void {
-    if (entry.users > 0) return;
+    if (entry.users > 0 || entry.lingering.size > 0) return;
     for (const [slot, lock] of entry.held) {
       if (lock.isHeld) return;
       entry.held.delete(slot);
@@ -269,8 +277,9 @@ export class PermitBook {
     resources.forEach((resource, j) => {
       const entry = this.slots.get(resource);
       if (!entry) return;
-      // Otherwise its lease passed on (passOn): nothing freed.
-      if (entry.held.get(slots[j]) === lock) {
+      // Otherwise its lease passed on (passOn), or is kept for a caller
+      // that may ask (linger): nothing freed yet.
+      if (entry.held.get(slots[j]) === lock && !entry.lingering.has(lock)) {
         entry.held.delete(slots[j]);
         // One slot freed: one waiter may take it (the oldest), or an
         // attempt out meanwhile (claimFree).

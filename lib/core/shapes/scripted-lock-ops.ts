@@ -7,6 +7,7 @@ import type { LuaScript, ScriptCall } from '../scripts/index.js';
 import { channels } from '../events/channels.js';
 import { traceExtend, traceRelease } from '../operations/trace.js';
 import { awaitedByQuit } from '../util/awaited-by-quit.js';
+import { reportDeferred } from '../contention/handoff.js';
 
 /** A script run, as a poll sends it to every node. */
 export type ScriptRun = ScriptCall & { readonly script: LuaScript };
@@ -50,22 +51,52 @@ const HANDED_OVER: ReleaseResult = {
   nodes: [],
 };
 
+/** A release that kept the lease for a caller of this process that may ask before the loop turns. */
+const DEFERRED: ReleaseResult = {
+  released: true,
+  expired: false,
+  deferred: true,
+  nodes: [],
+};
+
+/**
+ * What a release may do before it goes to the nodes: pass the lease to a
+ * caller of this process that waits for it (`passOn`, true when one took
+ * it), or keep it until the event loop turns for one that may ask
+ * (`linger`, true when kept; `releaseLater` then sends the release if
+ * nobody did).
+ */
+export interface LocalRelease {
+  passOn(lock: Lock): boolean;
+  linger(lock: Lock, releaseLater: () => Promise<unknown>): boolean;
+}
+
 /**
  * What a semaphore's or read/write lock's `Lock` calls back: its shape's
  * own extend, release and let-expire scripts. A release first offers the
- * lease to a caller of this process (`passOn`, true when one took it);
- * otherwise it goes to the nodes, and then `wake` tells the waiters of
- * this process, which ask the nodes.
+ * lease to callers of this process (`local`); otherwise it goes to the
+ * nodes, and then `wake` tells the waiters of this process, which ask the
+ * nodes.
  */
 export function scriptedLockOperations(
   ctx: RedlockContext,
   scripts: ShapeScripts,
   wake: (lock: Lock) => void,
-  passOn: (lock: Lock) => boolean = () => false,
+  local?: LocalRelease,
 ): LockOperations {
   const after = (lock: Lock) => (result: ReleaseResult) => {
     wake(lock);
     return result;
+  };
+  const toNodes = (lock: Lock) =>
+    awaitedByQuit(ctx, release(ctx, scripts, lock)).then(after(lock));
+  const decide = (lock: Lock): Promise<ReleaseResult> => {
+    if (ctx.closed || !local) return toNodes(lock);
+    if (local.passOn(lock)) return Promise.resolve(HANDED_OVER);
+    const kept = local.linger(lock, () =>
+      toNodes(lock).then((result) => reportDeferred(ctx, lock, result)),
+    );
+    return kept ? Promise.resolve(DEFERRED) : toNodes(lock);
   };
   // Each under its TracingChannel as a mutex's is (the lock's shape is
   // in its messages).
@@ -79,10 +110,7 @@ export function scriptedLockOperations(
     },
     releaseLock: (lock) => {
       ctx.held.delete(lock);
-      const run = () =>
-        !ctx.closed && passOn(lock)
-          ? Promise.resolve(HANDED_OVER)
-          : awaitedByQuit(ctx, release(ctx, scripts, lock)).then(after(lock));
+      const run = () => decide(lock);
       return channels.release.hasSubscribers ? traceRelease(lock, run) : run();
     },
     leaveLock: (lock, ms) => {
