@@ -211,6 +211,10 @@ async function worker(w) {
       error = String(e?.stack ?? e);
     }
     op.release = now();
+    // Told before the release goes out: a client killed while it is on
+    // its way (the nodes may have deleted the keys already) held the lock
+    // until here, not until the kill.
+    send({ k: 'release', id: op.id, t: op.release });
     op.deadline = lock.validUntil;
     op.lost = lock.signal.aborted;
     stopWatch?.();

@@ -188,6 +188,11 @@ export async function runScenario({ scenario, ops: target, maxMs, servers, store
         }
         break;
       }
+      case 'release': {
+        const op = ops.get(m.id);
+        if (op) op.release = m.t;
+        break;
+      }
       case 'lost': {
         const op = ops.get(m.id);
         if (op) op.lostAt = m.t;
