@@ -188,8 +188,8 @@ describe('semaphores (permits) through @Locked and LockService on real nodes', (
       waitTimeout: 5000,
       retryDelay: 10,
     });
-    expect(freed?.resources).toEqual(held[1].resources);
-    await Promise.all([freed!.release(), held[0].release(), held[2].release()]);
+    expect(freed.resources).toEqual(held[1].resources);
+    await Promise.all([freed.release(), held[0].release(), held[2].release()]);
   });
 
   it("onNotAcquired: 'skip' skips the call while every permit is held elsewhere, and runs it once one is free", async () => {
