@@ -13,7 +13,8 @@ export const READERS_MARK = '~readers';
  * Shared by the read/write scripts. KEYS: four per resource, column by
  * column (`[k1, k2, rd1, rd2, wi1, wi2, sw1, sw2]` for two resources, as a Cluster
  * node splits keys by slot): the lock key (the writer's value, or
- * READERS_MARK while readers hold it, living as long as the last reader),
+ * READERS_MARK while readers hold it, living at least as long as the last
+ * reader),
  * its readers (a sorted set of reader values scored by the node time, in
  * ms, at which each expires) and its writer intent (the value of a writer
  * that readers refused: new readers are refused while it lives, so a
