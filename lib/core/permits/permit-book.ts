@@ -139,15 +139,23 @@ export class PermitBook {
     const entry = this.passable(lock, limit);
     const holding = this.holdings.get(lock);
     if (!entry || !holding?.contended || entry.waiters.size > 0) return false;
-    const expire = () => {
-      if (!entry.lingering.delete(lock)) return;
+    const cancel = () => {
+      entry.lingering.delete(lock);
       clearImmediate(lingering.immediate);
       stops.delete(expire);
+    };
+    const expire = () => {
+      if (!entry.lingering.has(lock)) return;
+      cancel();
       void releaseLater().then(() =>
         this.freed(holding.resources, holding.slots, lock),
       );
     };
-    const lingering: Lingering = { immediate: setImmediate(expire), expire };
+    const lingering: Lingering = {
+      immediate: setImmediate(expire),
+      expire,
+      cancel,
+    };
     entry.lingering.set(lock, lingering);
     stops.add(expire);
     return true;
@@ -173,8 +181,7 @@ export class PermitBook {
       }
       const next = take(lock);
       if (!next) continue;
-      entry.lingering.delete(lock);
-      clearImmediate(lingering.immediate);
+      lingering.cancel();
       const holding = this.holdings.get(lock)!;
       this.hold(holding.resources, holding.slots, next, lock);
       return next;

@@ -32,6 +32,8 @@ export interface Lingering {
   readonly immediate: NodeJS.Immediate;
   /** Sends the release to the nodes (nobody took the lease). */
   readonly expire: () => void;
+  /** Stops keeping it without a release (a caller took the lease). */
+  readonly cancel: () => void;
 }
 
 /** One resource's permits as this process knows them. */
