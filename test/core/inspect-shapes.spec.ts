@@ -166,10 +166,13 @@ describe('Redlock.inspect of semaphores and read/write locks', () => {
       readersHere: 0,
     });
     expect(written.writerWaiting).toBeUndefined();
-    for (const node of written.nodes) {
+    // A quorum holds the writer (a node the acquire reached late may hold
+    // nothing yet); no node holds readers.
+    const holding = written.nodes.filter((node) => node.exists);
+    expect(holding.length).toBeGreaterThan(written.nodes.length / 2);
+    for (const node of holding)
       expect(node).toMatchObject({ exists: true, writer: 'this-instance' });
-      expect(node.readers).toBeUndefined();
-    }
+    for (const node of written.nodes) expect(node.readers).toBeUndefined();
     expect(await a.inspect('doc', { mode: 'write' })).toMatchObject({
       writer: 'other',
     });
